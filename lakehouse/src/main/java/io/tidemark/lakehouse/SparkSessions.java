@@ -1,0 +1,36 @@
+package io.tidemark.lakehouse;
+
+import org.apache.spark.sql.SparkSession;
+
+/** Builds the Spark session both jobs run in, with Delta and the tuning measured in bench/. */
+public final class SparkSessions {
+    private SparkSessions() {
+    }
+
+    /**
+     * A session for the launcher and the tests. When running under {@code spark-submit} (a
+     * {@code spark.master} is already set by Spark), the master and the bind addresses are left
+     * to Spark's own configuration.
+     */
+    public static SparkSession create(TidemarkConfig config, String appName) {
+        SparkSession.Builder b = SparkSession.builder().appName(appName);
+        boolean submitted = System.getProperty("spark.master") != null;
+        if (!submitted) {
+            b.master(config.sparkMaster())
+                    .config("spark.driver.host", "127.0.0.1")
+                    .config("spark.driver.bindAddress", "127.0.0.1")
+                    .config("spark.ui.enabled", "false")
+                    .config("spark.ui.showConsoleProgress", "false");
+        }
+        b.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+                .config("spark.sql.session.timeZone", "UTC")
+                .config("spark.sql.shuffle.partitions", String.valueOf(config.shufflePartitions()))
+                // Delta rebuilds a table's state with this many tasks after each commit; its default
+                // (50) costs seconds per commit on a small machine. See bench/RESULTS.md.
+                .config("spark.databricks.delta.snapshotPartitions", "2")
+                .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
+                .config("spark.sql.adaptive.enabled", "true");
+        return b.getOrCreate();
+    }
+}

@@ -1,0 +1,292 @@
+package io.tidemark.lakehouse;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Tidemark's configuration: one immutable, validated value built at start-up.
+ *
+ * <p>Every key is declared once in {@link Key} with its default and documentation. Values are
+ * resolved in this order, later winning: the defaults, the config file ({@code tidemark.properties}
+ * in the working directory, or the file named by {@code TIDEMARK_CONFIG} / {@code --config}),
+ * environment variables ({@code TIDEMARK_} + the key upper-cased with dots and dashes as
+ * underscores, e.g. {@code TIDEMARK_STREAM_TRIGGER}), then command-line overrides.
+ *
+ * <p>Keys starting with {@code kafka.option.} are passed to the Kafka clients unchanged (minus the
+ * prefix), which is how security settings such as {@code security.protocol} reach the source.
+ */
+public final class TidemarkConfig {
+
+    /** Every named setting, its default and what it means. */
+    public enum Key {
+        KAFKA_BOOTSTRAP("kafka.bootstrap-servers", "127.0.0.1:9092", "Kafka bootstrap servers."),
+        TOPIC("topic", "network-events", "Kafka topic the events arrive on."),
+        LAKEHOUSE("lakehouse", "./data/lakehouse", "Root of the Delta tables (any Hadoop-compatible path)."),
+        CHECKPOINT("stream.checkpoint", "./data/checkpoints/stream", "Checkpoint of the streaming query."),
+        WINDOW("window", "5 minutes", "KPI window size (tumbling)."),
+        LATENESS("lateness", "10 minutes", "Allowed lateness: the watermark trails the max event time by this much."),
+        CLOCK_SKEW("clock-skew", "5 minutes", "How far event_ts may be ahead of the Kafka record timestamp before the record is invalid."),
+        MAX_MESSAGE_BYTES("max-message-bytes", "65536", "Messages larger than this go to dead_letter as OVERSIZED."),
+        TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval."),
+        STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
+        MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", "500000", "Backpressure: at most this many Kafka records per micro-batch (0 = unlimited)."),
+        FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Fail when Kafka offsets were lost (topic deleted, retention); false = continue past the gap."),
+        SPARK_MASTER("spark.master", "local[2]", "Spark master used when the launcher starts Spark itself (spark-submit passes its own)."),
+        SHUFFLE_PARTITIONS("spark.shuffle-partitions", "2", "spark.sql.shuffle.partitions for both jobs."),
+        RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default.");
+
+        public final String name;
+        public final String defaultValue;
+        public final String doc;
+
+        Key(String name, String defaultValue, String doc) {
+            this.name = name;
+            this.defaultValue = defaultValue;
+            this.doc = doc;
+        }
+
+        public String envVar() {
+            return "TIDEMARK_" + name.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
+        }
+
+        static Key byName(String name) {
+            for (Key k : values()) {
+                if (k.name.equals(name)) {
+                    return k;
+                }
+            }
+            return null;
+        }
+    }
+
+    public static final String KAFKA_OPTION_PREFIX = "kafka.option.";
+    public static final String DEFAULT_FILE = "tidemark.properties";
+
+    private final Map<Key, String> values;
+    private final Map<String, String> kafkaOptions;
+
+    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions) {
+        this.values = Collections.unmodifiableMap(values);
+        this.kafkaOptions = Collections.unmodifiableMap(kafkaOptions);
+        validate();
+    }
+
+    /** Defaults only: what the demo and the tests start from. */
+    public static TidemarkConfig defaults() {
+        return builder().build();
+    }
+
+    /** Defaults, then the config file, then the environment; call {@link Builder#set} for flags. */
+    public static Builder load(Path explicitFile, Map<String, String> env) {
+        Builder b = builder();
+        Path file = explicitFile;
+        if (file == null && env.get("TIDEMARK_CONFIG") != null) {
+            file = Path.of(env.get("TIDEMARK_CONFIG"));
+        }
+        if (file == null && Files.isRegularFile(Path.of(DEFAULT_FILE))) {
+            file = Path.of(DEFAULT_FILE);
+        }
+        if (file != null) {
+            if (!Files.isRegularFile(file)) {
+                throw new IllegalArgumentException("config file " + file + " does not exist");
+            }
+            Properties p = new Properties();
+            try (Reader r = Files.newBufferedReader(file)) {
+                p.load(r);
+            } catch (IOException e) {
+                throw new IllegalArgumentException("cannot read config file " + file + ": " + e.getMessage(), e);
+            }
+            for (String name : p.stringPropertyNames()) {
+                b.set(name, p.getProperty(name).trim());
+            }
+        }
+        for (Key k : Key.values()) {
+            String v = env.get(k.envVar());
+            if (v != null && !v.isBlank()) {
+                b.set(k.name, v.trim());
+            }
+        }
+        return b;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.values.putAll(values);
+        b.kafkaOptions.putAll(kafkaOptions);
+        return b;
+    }
+
+    public static final class Builder {
+        private final Map<Key, String> values = new LinkedHashMap<>();
+        private final Map<String, String> kafkaOptions = new LinkedHashMap<>();
+
+        private Builder() {
+            for (Key k : Key.values()) {
+                values.put(k, k.defaultValue);
+            }
+        }
+
+        /** Sets a key by its dotted name; unknown keys are an error, not silently ignored. */
+        public Builder set(String name, String value) {
+            if (name.startsWith(KAFKA_OPTION_PREFIX)) {
+                kafkaOptions.put(name.substring(KAFKA_OPTION_PREFIX.length()), value);
+                return this;
+            }
+            Key k = Key.byName(name);
+            if (k == null) {
+                throw new IllegalArgumentException("unknown setting '" + name + "'; known settings: "
+                        + String.join(", ", java.util.Arrays.stream(Key.values()).map(x -> x.name).toList())
+                        + ", or " + KAFKA_OPTION_PREFIX + "<kafka client property>");
+            }
+            return set(k, value);
+        }
+
+        public Builder set(Key key, String value) {
+            if (value != null) {
+                values.put(key, value);
+            }
+            return this;
+        }
+
+        public TidemarkConfig build() {
+            return new TidemarkConfig(new LinkedHashMap<>(values), new LinkedHashMap<>(kafkaOptions));
+        }
+    }
+
+    private void validate() {
+        for (Key k : Key.values()) {
+            switch (k) {
+                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER -> duration(k);
+                case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
+                case FAIL_ON_DATA_LOSS -> bool(k);
+                default -> {
+                    if (get(k).isBlank()) {
+                        throw new IllegalArgumentException(k.name + " must not be empty");
+                    }
+                }
+            }
+        }
+        Duration w = window();
+        if (Duration.ofDays(1).toMillis() % w.toMillis() != 0) {
+            throw new IllegalArgumentException("window must divide a day evenly so windows never straddle midnight; got " + get(Key.WINDOW));
+        }
+        if (lateness().isNegative()) {
+            throw new IllegalArgumentException("lateness must not be negative; got " + get(Key.LATENESS));
+        }
+    }
+
+    public String get(Key key) {
+        return values.get(key);
+    }
+
+    public Map<String, String> kafkaOptions() {
+        return kafkaOptions;
+    }
+
+    public String bootstrapServers() { return get(Key.KAFKA_BOOTSTRAP); }
+    public String topic() { return get(Key.TOPIC); }
+    public Path lakehouse() { return Path.of(get(Key.LAKEHOUSE)).toAbsolutePath().normalize(); }
+    public String lakehouseUri() {
+        String v = get(Key.LAKEHOUSE);
+        return v.contains("://") ? v : lakehouse().toString();
+    }
+    public String checkpointUri() {
+        String v = get(Key.CHECKPOINT);
+        return v.contains("://") ? v : Path.of(v).toAbsolutePath().normalize().toString();
+    }
+    public Duration window() { return duration(Key.WINDOW); }
+    public Duration lateness() { return duration(Key.LATENESS); }
+    public Duration clockSkew() { return duration(Key.CLOCK_SKEW); }
+    public Duration trigger() { return duration(Key.TRIGGER); }
+    public int maxMessageBytes() { return (int) positiveLong(Key.MAX_MESSAGE_BYTES, false); }
+    public long maxOffsetsPerTrigger() { return positiveLong(Key.MAX_OFFSETS_PER_TRIGGER, true); }
+    public String startingOffsets() { return get(Key.STARTING_OFFSETS); }
+    public boolean failOnDataLoss() { return bool(Key.FAIL_ON_DATA_LOSS); }
+    public String sparkMaster() { return get(Key.SPARK_MASTER); }
+    public int shufflePartitions() { return (int) positiveLong(Key.SHUFFLE_PARTITIONS, false); }
+    public int reconcileRecentDays() { return (int) positiveLong(Key.RECONCILE_RECENT_DAYS, false); }
+
+    private static final Pattern HUMAN_DURATION = Pattern.compile(
+            "(\\d+)\\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)", Pattern.CASE_INSENSITIVE);
+
+    /** Parses "5 minutes", "10s", "250 ms", "2h" or ISO-8601 ("PT5M"). */
+    public static Duration parseDuration(String text) {
+        String t = text.trim();
+        if (t.toUpperCase(Locale.ROOT).startsWith("P")) {
+            return Duration.parse(t.toUpperCase(Locale.ROOT));
+        }
+        Matcher m = HUMAN_DURATION.matcher(t);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("'" + text + "' is not a duration; write e.g. '5 minutes', '10s', '250 ms' or 'PT5M'");
+        }
+        long n = Long.parseLong(m.group(1));
+        String unit = m.group(2).toLowerCase(Locale.ROOT);
+        if (unit.startsWith("ms") || unit.startsWith("milli")) return Duration.ofMillis(n);
+        if (unit.startsWith("s")) return Duration.ofSeconds(n);
+        if (unit.startsWith("m")) return Duration.ofMinutes(n);
+        if (unit.startsWith("h")) return Duration.ofHours(n);
+        return Duration.ofDays(n);
+    }
+
+    private Duration duration(Key k) {
+        try {
+            Duration d = parseDuration(get(k));
+            if (d.isNegative() || (d.isZero() && k != Key.LATENESS && k != Key.CLOCK_SKEW)) {
+                throw new IllegalArgumentException("must be positive");
+            }
+            return d;
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("setting " + k.name + " = '" + get(k) + "': " + e.getMessage(), e);
+        }
+    }
+
+    private long positiveLong(Key k, boolean zeroAllowed) {
+        long v;
+        try {
+            v = Long.parseLong(get(k).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("setting " + k.name + " = '" + get(k) + "' is not a whole number");
+        }
+        if (v < 0 || (v == 0 && !zeroAllowed)) {
+            throw new IllegalArgumentException("setting " + k.name + " = " + v + " must be " + (zeroAllowed ? "≥ 0" : "> 0"));
+        }
+        return v;
+    }
+
+    private boolean bool(Key k) {
+        String v = get(k).trim().toLowerCase(Locale.ROOT);
+        if (!v.equals("true") && !v.equals("false")) {
+            throw new IllegalArgumentException("setting " + k.name + " = '" + get(k) + "' must be true or false");
+        }
+        return Boolean.parseBoolean(v);
+    }
+
+    /** Human-readable listing of every key, its default and doc, for {@code --help}. */
+    public static String describeKeys() {
+        StringBuilder sb = new StringBuilder();
+        for (Key k : Key.values()) {
+            sb.append(String.format("  %-32s %-22s %s%n", k.name, k.defaultValue, k.doc));
+        }
+        sb.append(String.format("  %-32s %-22s %s%n", KAFKA_OPTION_PREFIX + "<name>", "", "passed to the Kafka clients (e.g. security.protocol)"));
+        return sb.toString();
+    }
+
+    @Override
+    public String toString() {
+        return "TidemarkConfig" + values;
+    }
+}

@@ -1,0 +1,128 @@
+-- Tidemark's Delta tables. ${lakehouse} is replaced by the lakehouse root at start-up;
+-- the launcher, both jobs and the tests create and register the tables from this file only.
+-- All times are UTC. Statements are separated by a line holding only ';'.
+
+CREATE DATABASE IF NOT EXISTS tidemark
+;
+-- The raw log: one row per valid record, late ones included. The batch layer's source of truth.
+CREATE TABLE IF NOT EXISTS tidemark.raw_events (
+  subscriber_id    STRING    NOT NULL,
+  cell_site_id     STRING    NOT NULL,
+  event_ts         TIMESTAMP NOT NULL COMMENT 'event time',
+  volume_gb        DOUBLE    NOT NULL,
+  payload          STRING    NOT NULL COMMENT 'the message as received, extra fields included',
+  kafka_topic      STRING    NOT NULL,
+  kafka_partition  INT       NOT NULL,
+  kafka_offset     BIGINT    NOT NULL,
+  ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log',
+  is_late          BOOLEAN   NOT NULL COMMENT 'true: its window had closed when it arrived; it is in late_events, not in streaming KPIs',
+  batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it',
+  event_date       DATE      NOT NULL COMMENT 'UTC date of event_ts'
+) USING delta
+PARTITIONED BY (event_date)
+LOCATION '${lakehouse}/raw_events'
+;
+-- Windowed KPIs, one row per (window, cell).
+CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
+  window_start      TIMESTAMP     NOT NULL,
+  window_end        TIMESTAMP     NOT NULL,
+  cell_site_id      STRING        NOT NULL,
+  record_count      BIGINT        NOT NULL,
+  total_gb          DECIMAL(38,9) NOT NULL COMMENT 'exact sum; each volume rounded to 1e-9 GB (one byte)',
+  subscribers       BIGINT        NOT NULL COMMENT 'distinct subscribers: HLL estimate while streaming, exact after reconcile',
+  subscriber_sketch BINARY        NOT NULL COMMENT 'hll_sketch_agg(subscriber_id, 12): merge with hll_union / hll_union_agg',
+  is_final          BOOLEAN       NOT NULL COMMENT 'the watermark has passed window_end: the stream will not change this row again',
+  source            STRING        NOT NULL COMMENT 'stream or batch',
+  updated_at        TIMESTAMP     NOT NULL COMMENT 'ingest time of the newest record counted',
+  event_date        DATE          NOT NULL COMMENT 'UTC date of window_start'
+) USING delta
+PARTITIONED BY (event_date)
+LOCATION '${lakehouse}/kpi_5m'
+TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')
+;
+-- Records that arrived after their window had closed: captured here instead of being dropped.
+CREATE TABLE IF NOT EXISTS tidemark.late_events (
+  subscriber_id    STRING    NOT NULL,
+  cell_site_id     STRING    NOT NULL,
+  event_ts         TIMESTAMP NOT NULL,
+  volume_gb        DOUBLE    NOT NULL,
+  window_start     TIMESTAMP NOT NULL,
+  window_end       TIMESTAMP NOT NULL,
+  watermark        TIMESTAMP NOT NULL COMMENT 'the watermark in force for the batch that caught it',
+  late_by_ms       BIGINT    NOT NULL COMMENT 'watermark - window_end: how long ago its window closed',
+  batch_id         BIGINT    NOT NULL,
+  kafka_topic      STRING    NOT NULL,
+  kafka_partition  INT       NOT NULL,
+  kafka_offset     BIGINT    NOT NULL,
+  arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp',
+  event_date       DATE      NOT NULL
+) USING delta
+PARTITIONED BY (event_date)
+LOCATION '${lakehouse}/late_events'
+;
+-- Invalid records with the reason they were refused. Partitioned by arrival date.
+CREATE TABLE IF NOT EXISTS tidemark.dead_letter (
+  reason           STRING    NOT NULL COMMENT 'reason code, see README',
+  detail           STRING    NOT NULL,
+  raw_bytes        BINARY             COMMENT 'the message bytes (at most max-message-bytes of them)',
+  raw_text         STRING             COMMENT 'the message as text when it is valid UTF-8',
+  message_bytes    INT       NOT NULL COMMENT 'size of the original message',
+  kafka_key        BINARY,
+  kafka_topic      STRING    NOT NULL,
+  kafka_partition  INT       NOT NULL,
+  kafka_offset     BIGINT    NOT NULL,
+  batch_id         BIGINT    NOT NULL,
+  arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp',
+  arrival_date     DATE      NOT NULL
+) USING delta
+PARTITIONED BY (arrival_date)
+LOCATION '${lakehouse}/dead_letter'
+;
+-- One row per micro-batch, written after every other table of the batch has committed.
+-- Small, so not partitioned.
+CREATE TABLE IF NOT EXISTS tidemark.stream_progress (
+  batch_id          BIGINT    NOT NULL,
+  query_id          STRING    NOT NULL,
+  watermark         TIMESTAMP NOT NULL COMMENT 'in force for this batch: a record is late when its window_end <= watermark',
+  next_watermark    TIMESTAMP NOT NULL COMMENT 'in force for the next batch; days ending at or before it are closed',
+  max_event_ts      TIMESTAMP          COMMENT 'max valid event time in this batch',
+  max_event_ts_seen TIMESTAMP          COMMENT 'max valid event time in this and every earlier batch',
+  records_in        BIGINT    NOT NULL,
+  on_time           BIGINT    NOT NULL,
+  late              BIGINT    NOT NULL,
+  invalid           BIGINT    NOT NULL,
+  kpi_rows          BIGINT    NOT NULL COMMENT '(window, cell) rows the batch wrote',
+  started_at        TIMESTAMP NOT NULL,
+  finished_at       TIMESTAMP NOT NULL,
+  duration_ms       BIGINT    NOT NULL,
+  classify_ms       BIGINT    NOT NULL,
+  write_ms          BIGINT    NOT NULL,
+  freshness_ms      BIGINT             COMMENT 'finished_at - max_event_ts_seen'
+) USING delta
+LOCATION '${lakehouse}/stream_progress'
+;
+-- Drift between the stream's KPIs and the truth, per reconcile run.
+CREATE TABLE IF NOT EXISTS tidemark.reconcile_report (
+  run_id                STRING    NOT NULL,
+  run_started_at        TIMESTAMP NOT NULL,
+  row_kind              STRING    NOT NULL COMMENT 'summary (one per run and day) or window (one per differing window and cell)',
+  window_start          TIMESTAMP,
+  window_end            TIMESTAMP,
+  cell_site_id          STRING,
+  stream_count          BIGINT,
+  batch_count           BIGINT,
+  stream_gb             DECIMAL(38,9),
+  batch_gb              DECIMAL(38,9),
+  gb_drift              DECIMAL(38,9) COMMENT 'batch - stream',
+  gb_drift_rel          DOUBLE        COMMENT '(batch - stream) / batch',
+  stream_subscribers    BIGINT,
+  batch_subscribers     BIGINT,
+  subscribers_drift     BIGINT,
+  subscribers_drift_rel DOUBLE,
+  late_records          BIGINT        COMMENT 'late records folded in',
+  windows_changed       BIGINT        COMMENT 'summary rows: (window, cell) rows that differ',
+  event_date            DATE      NOT NULL COMMENT 'the reconciled day'
+) USING delta
+PARTITIONED BY (event_date)
+LOCATION '${lakehouse}/reconcile_report'
+;

@@ -1,0 +1,1 @@
+-- Views analysts use (filled in by the batch-layer issue).

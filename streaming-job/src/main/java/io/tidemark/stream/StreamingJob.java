@@ -1,0 +1,98 @@
+package io.tidemark.stream;
+
+import java.util.Map;
+import java.util.concurrent.TimeoutException;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.DataStreamReader;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.Trigger;
+
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
+
+/**
+ * The speed layer: one stateless streaming query, Kafka to {@link MicroBatchWriter}. No Spark
+ * state store: the KPIs live in Delta, so a restart needs only the checkpoint's offsets.
+ *
+ * <p>Runs under {@code spark-submit --class io.tidemark.stream.StreamingJob} with settings as
+ * {@code key=value} arguments (see {@link TidemarkConfig.Key}), or through {@code tidemark stream}.
+ */
+public final class StreamingJob {
+
+    private final SparkSession spark;
+    private final TidemarkConfig config;
+    private final MicroBatchWriter writer;
+
+    public StreamingJob(SparkSession spark, TidemarkConfig config, MicroBatchWriter.BatchListener listener) {
+        this.spark = spark;
+        this.config = config;
+        this.writer = new MicroBatchWriter(config, listener);
+    }
+
+    /** Reads the topic as Spark's Kafka source does, with backpressure and the pass-through client options. */
+    public Dataset<Row> source() {
+        DataStreamReader r = spark.readStream().format("kafka")
+                .option("kafka.bootstrap.servers", config.bootstrapServers())
+                .option("subscribe", config.topic())
+                .option("startingOffsets", config.startingOffsets())
+                .option("failOnDataLoss", String.valueOf(config.failOnDataLoss()));
+        if (config.maxOffsetsPerTrigger() > 0) {
+            r = r.option("maxOffsetsPerTrigger", String.valueOf(config.maxOffsetsPerTrigger()));
+        }
+        for (Map.Entry<String, String> e : config.kafkaOptions().entrySet()) {
+            r = r.option("kafka." + e.getKey(), e.getValue());
+        }
+        return r.load();
+    }
+
+    /** Starts the query: continuous at the trigger interval, or draining what is there and stopping. */
+    public StreamingQuery start(boolean availableNow) throws TimeoutException {
+        Lakehouse.of(config).createAndRegister(spark);
+        Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
+        return source().writeStream()
+                .queryName("tidemark-stream")
+                .option("checkpointLocation", config.checkpointUri())
+                .trigger(trigger)
+                .foreachBatch(writer)
+                .start();
+    }
+
+    public void close() {
+        writer.close();
+    }
+
+    /** Entry point for spark-submit: arguments are {@code key=value} settings. */
+    public static void main(String[] args) throws Exception {
+        TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
+        boolean availableNow = false;
+        for (String a : args) {
+            if (a.equals("--available-now")) {
+                availableNow = true;
+                continue;
+            }
+            int eq = a.indexOf('=');
+            if (eq <= 0) {
+                System.err.println("tidemark stream: argument '" + a + "' is not key=value or --available-now");
+                System.exit(2);
+            }
+            b.set(a.substring(0, eq), a.substring(eq + 1));
+        }
+        TidemarkConfig config = b.build();
+        SparkSession spark = SparkSessions.create(config, "tidemark-stream");
+        StreamingJob job = new StreamingJob(spark, config, null);
+        StreamingQuery q = job.start(availableNow);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                q.stop();
+            } catch (TimeoutException e) {
+                // stopping anyway
+            }
+        }));
+        q.awaitTermination();
+        job.close();
+    }
+}

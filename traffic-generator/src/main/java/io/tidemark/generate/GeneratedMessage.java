@@ -1,0 +1,147 @@
+package io.tidemark.generate;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * One Kafka record to send, with what the generator meant it to be.
+ *
+ * @param key             Kafka key: the subscriber id's UTF-8 bytes for valid messages, null for invalid ones
+ * @param value           Kafka value; null only for {@link Kind#NULL_VALUE}
+ * @param kind            what this message is
+ * @param eventTimeMillis event time of a valid message (epoch millis), {@link #NO_EVENT_TIME} for invalid ones
+ */
+public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTimeMillis) {
+
+    public static final long NO_EVENT_TIME = Long.MIN_VALUE;
+
+    public GeneratedMessage {
+        if (kind == null) {
+            throw new IllegalArgumentException("kind must not be null");
+        }
+        if (kind.isValid() == (eventTimeMillis == NO_EVENT_TIME)) {
+            throw new IllegalArgumentException("a " + kind + " message must " + (kind.isValid() ? "" : "not ")
+                    + "carry an event time");
+        }
+    }
+
+    /** An invalid message: no event time. */
+    public GeneratedMessage(byte[] key, byte[] value, Kind kind) {
+        this(key, value, kind, NO_EVENT_TIME);
+    }
+
+    /** Event time of a valid message. */
+    public Optional<Instant> eventTime() {
+        return eventTimeMillis == NO_EVENT_TIME ? Optional.empty() : Optional.of(Instant.ofEpochMilli(eventTimeMillis));
+    }
+
+    /** Size of the value in bytes (0 for a null value). */
+    public int valueSize() {
+        return value == null ? 0 : value.length;
+    }
+
+    /** Size of key plus value in bytes. */
+    public int size() {
+        return valueSize() + (key == null ? 0 : key.length);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof GeneratedMessage m && kind == m.kind && eventTimeMillis == m.eventTimeMillis
+                && Arrays.equals(key, m.key) && Arrays.equals(value, m.value);
+    }
+
+    @Override
+    public int hashCode() {
+        return 31 * (31 * (31 * kind.hashCode() + Long.hashCode(eventTimeMillis)) + Arrays.hashCode(key))
+                + Arrays.hashCode(value);
+    }
+
+    @Override
+    public String toString() {
+        String text;
+        if (value == null) {
+            text = "null";
+        } else {
+            String s = new String(value, 0, Math.min(value.length, 200), StandardCharsets.UTF_8);
+            text = s + (value.length > 200 ? "...(" + value.length + " bytes)" : "");
+        }
+        return "GeneratedMessage[" + kind + ", key=" + (key == null ? "null" : new String(key, StandardCharsets.UTF_8))
+                + ", value=" + text + "]";
+    }
+
+    /**
+     * What a message is. Valid kinds satisfy every rule of SPEC.md ("Valid, late, on time"); each
+     * invalid kind breaks exactly the rule its name says (the rest of the message looks normal).
+     */
+    public enum Kind {
+        /** Valid; event time within {@code outOfOrderSpread} before the event clock. */
+        ON_TIME(0),
+        /** Valid, but {@code lateDelayMin..lateDelayMax} behind the event clock: meant to miss the watermark. */
+        LATE(0),
+        /** A valid message cut short: a strict prefix of a JSON object. */
+        TRUNCATED_JSON(1),
+        /** Plain text: CSV, key=value, XML, an HTTP request line. */
+        NOT_JSON(1),
+        /** A valid-looking JSON object containing bytes that are not UTF-8 (Latin-1, overlong, surrogate...). */
+        INVALID_UTF8(1),
+        /** Binary payloads: Confluent/Avro wire format, gzip, random bytes starting with a control byte. */
+        BINARY_GARBAGE(1),
+        /** Zero bytes, or only whitespace. */
+        EMPTY(1),
+        /** A Kafka tombstone: the value is null. */
+        NULL_VALUE(0.5),
+        /** JSON that is not an object: an array (even one wrapping a valid object), a number, a string, null, true. */
+        NOT_AN_OBJECT(1),
+        /** One required field absent or misspelled, each of the four in turn. */
+        MISSING_FIELD(1),
+        /** One required field set to JSON null, each of the four in turn. */
+        NULL_FIELD(1),
+        /** One required field of the wrong JSON type: volume_gb "abc", event_ts a number, subscriber_id a number... */
+        WRONG_TYPE(1),
+        /** volume_gb below zero. */
+        NEGATIVE_VOLUME(1),
+        /** volume_gb not finite: {@code 1e999}, {@code -1e999} (overflow to infinity), bare {@code NaN}, {@code Infinity}. */
+        NON_FINITE_VOLUME(1),
+        /** event_ts a string that is no ISO-8601 instant: "yesterday", "2026-13-45T99:00:00Z", "2026-02-30T...". */
+        BAD_TIMESTAMP(1),
+        /** event_ts 2 to 24 hours ahead of the event clock (beyond any sensible clock skew). */
+        FUTURE_EVENT_TIME(1),
+        /** A valid-looking message padded by an extra field to {@code oversizedBytes} (default 128 KiB). */
+        OVERSIZED(0.25);
+
+        private final double invalidWeight;
+
+        Kind(double invalidWeight) {
+            this.invalidWeight = invalidWeight;
+        }
+
+        /** Whether a correct pipeline must accept this message into raw_events. */
+        public boolean isValid() {
+            return this == ON_TIME || this == LATE;
+        }
+
+        /** Relative frequency among invalid messages (0 for valid kinds). */
+        public double invalidWeight() {
+            return invalidWeight;
+        }
+
+        /** The invalid kinds, in declaration order. */
+        public static List<Kind> invalidKinds() {
+            return List.copyOf(EnumSet.range(TRUNCATED_JSON, OVERSIZED));
+        }
+
+        /** This kind's expected share of the invalid messages. */
+        public double shareOfInvalid() {
+            double total = 0;
+            for (Kind k : values()) {
+                total += k.invalidWeight;
+            }
+            return invalidWeight / total;
+        }
+    }
+}
