@@ -58,12 +58,33 @@ public final class Lakehouse {
      */
     public void createAndRegister(SparkSession spark) {
         for (String statement : statements("tables.sql")) {
-            spark.sql(statement);
+            java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
+            if (!m.find()) {
+                spark.sql(statement);
+                continue;
+            }
+            Table table = Table.valueOf(m.group(1).toUpperCase(Locale.ROOT));
+            // Create by path, so the table exists at this lakehouse whatever the session's catalog holds...
+            String byPath = m.replaceFirst("CREATE TABLE IF NOT EXISTS " + java.util.regex.Matcher.quoteReplacement(ref(table)) + " (")
+                    .replaceAll("(?m)^LOCATION .*$", "");
+            try {
+                spark.sql(byPath);
+            } catch (RuntimeException concurrentCreate) {
+                if (!io.delta.tables.DeltaTable.isDeltaTable(spark, path(table))) {
+                    throw concurrentCreate;
+                }
+            }
+            // ...then point the SQL name at it (a session may have registered another lakehouse before).
+            spark.sql("DROP TABLE IF EXISTS " + table.sqlName());
+            spark.sql("CREATE TABLE " + table.sqlName() + " USING delta LOCATION '" + path(table) + "'");
         }
         for (String statement : statements("views.sql")) {
             spark.sql(statement);
         }
     }
+
+    private static final java.util.regex.Pattern CREATE_TABLE =
+            java.util.regex.Pattern.compile("CREATE TABLE IF NOT EXISTS tidemark\\.(\\w+) \\(");
 
     List<String> statements(String file) {
         String text = resource("tidemark/sql/" + file);

@@ -110,7 +110,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
     writeProperties(dataDir.resolve(PORTS_FILE), state, "Tidemark local broker: ports and cluster id, reused on restart");
     writeServerProperties(dataDir, port, controllerPort, settings.overrides());
     writeLog4jConfig(dataDir);
-    appendToLog(dataDir, "=== tidemark: starting broker at " + Instant.now() + " on " + HOST + ":" + port + " ===");
+    noteInLog(dataDir, "starting broker on " + HOST + ":" + port);
 
     Path logDir = dataDir.resolve(KAFKA_LOG_DIR);
     if (!Files.exists(logDir.resolve("meta.properties"))) {
@@ -295,6 +295,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
     closeAdmin();
     terminate(process.toHandle(), STOP_TIMEOUT);
     deleteQuietly(dataDir.resolve(PID_FILE));
+    noteInLog(dataDir, "stopped broker pid " + process.pid());
     stopped = true;
   }
 
@@ -306,6 +307,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
     closeAdmin();
     process.destroyForcibly();
     waitForExit(process.toHandle(), Duration.ofSeconds(10));
+    noteInLog(dataDir, "killed broker pid " + process.pid() + " (SIGKILL)");
     stopped = true;
   }
 
@@ -340,7 +342,10 @@ public final class LocalKafkaBroker implements AutoCloseable {
   public static boolean stopRunning(Path dataDir) {
     Path dir = dataDir.toAbsolutePath().normalize();
     Optional<ProcessHandle> running = runningBroker(dir);
-    running.ifPresent(handle -> terminate(handle, STOP_TIMEOUT));
+    running.ifPresent(handle -> {
+      terminate(handle, STOP_TIMEOUT);
+      noteInLog(dir, "stopped broker pid " + handle.pid());
+    });
     deleteQuietly(dir.resolve(PID_FILE));
     return running.isPresent();
   }
@@ -407,18 +412,21 @@ public final class LocalKafkaBroker implements AutoCloseable {
     }
   }
 
+  /** Polls every 50 ms (onExit() of a non-child process polls with coarse, growing intervals). */
   private static boolean waitForExit(ProcessHandle handle, Duration timeout) {
-    try {
-      handle.onExit().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      return true;
-    } catch (TimeoutException e) {
-      return !handle.isAlive();
-    } catch (ExecutionException e) {
-      return !handle.isAlive();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return !handle.isAlive();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (handle.isAlive()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return !handle.isAlive();
+      }
     }
+    return true;
   }
 
   // ---------------------------------------------------------------- process launch
@@ -471,7 +479,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
     }
     if (format.exitValue() != 0) {
       throw new BrokerException(Reason.PROCESS_DIED, "Formatting the broker storage in " + dataDir.resolve(KAFKA_LOG_DIR)
-          + " failed (exit code " + format.exitValue() + "); delete that directory if it is corrupt. Last lines of "
+          + " failed (exit code " + format.exitValue() + "): fix the cause below (often an invalid BrokerSettings override). Last lines of "
           + dataDir.resolve(LOG_FILE) + ":\n" + logTail(dataDir));
     }
   }
@@ -680,6 +688,14 @@ public final class LocalKafkaBroker implements AutoCloseable {
           java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
     } catch (IOException e) {
       throw ioFailure("write " + dataDir.resolve(LOG_FILE), e);
+    }
+  }
+
+  private static void noteInLog(Path dataDir, String what) {
+    try {
+      appendToLog(dataDir, "=== tidemark: " + what + " at " + Instant.now() + " ===");
+    } catch (BrokerException e) {
+      // best effort
     }
   }
 

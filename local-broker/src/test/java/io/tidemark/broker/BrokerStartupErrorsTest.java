@@ -7,6 +7,7 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,6 +35,17 @@ class BrokerStartupErrorsTest {
           .hasMessageContaining("127.0.0.1:" + taken.getLocalPort() + " is already in use")
           .satisfies(e -> assertThat(((BrokerException) e).reason()).isEqualTo(BrokerException.Reason.PORT_IN_USE));
     }
+    assertThat(dataDir.resolve(LocalKafkaBroker.PID_FILE)).doesNotExist();
+  }
+
+  @Test
+  void brokerThatCannotStartReportsTheLogTail() {
+    BrokerSettings invalid = BrokerSettings.of(dataDir).withOverrides(Map.of("log.retention.hours", "not-a-number"));
+    assertThatThrownBy(() -> LocalKafkaBroker.start(invalid))
+        .isInstanceOf(BrokerException.class)
+        .hasMessageContaining("Last lines")
+        .hasMessageContaining("log.retention.hours")
+        .satisfies(e -> assertThat(((BrokerException) e).reason()).isEqualTo(BrokerException.Reason.PROCESS_DIED));
     assertThat(dataDir.resolve(LocalKafkaBroker.PID_FILE)).doesNotExist();
   }
 

@@ -32,7 +32,7 @@ public final class TrafficRunner {
     /**
      * Asks a running {@link #run} to stop after the current message (e.g. from a shutdown hook); it
      * then flushes and returns a report with {@code stoppedEarly = true}. Interrupting the running
-     * thread has the same effect.
+     * thread has the same effect. A stop requested before a run starts ends that run at once.
      */
     public void requestStop() {
         stopRequested = true;
@@ -95,6 +95,8 @@ public final class TrafficRunner {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+        // A stop ends this run only; the runner can run again.
+        stopRequested = false;
         return tally.report(spec.topic(), Duration.ofNanos(nanoTime.getAsLong() - start), stoppedEarly);
     }
 }

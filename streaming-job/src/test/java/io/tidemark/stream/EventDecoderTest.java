@@ -1,0 +1,97 @@
+package io.tidemark.stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+class EventDecoderTest {
+    private static final long INGEST = micros("2026-11-29T12:00:00Z");
+    private final EventDecoder decoder = new EventDecoder(1024, 5 * 60 * 1_000_000L);
+
+    private static long micros(String iso) {
+        Instant i = Instant.parse(iso);
+        return i.getEpochSecond() * 1_000_000L + i.getNano() / 1000;
+    }
+
+    private EventDecoder.Decoded decode(String json) {
+        return decoder.decode(json.getBytes(StandardCharsets.UTF_8), INGEST);
+    }
+
+    @Test
+    void decodesAValidEventAndIgnoresExtraFields() {
+        EventDecoder.Decoded d = decode("{\"subscriber_id\":\"s1\",\"rat\":{\"x\":[1,2]},\"cell_site_id\":\"c1\","
+                + "\"event_ts\":\"2026-11-29T11:59:30.123456789Z\",\"volume_gb\":1.5}");
+        assertThat(d.reason).isNull();
+        assertThat(d.subscriberId).isEqualTo("s1");
+        assertThat(d.cellSiteId).isEqualTo("c1");
+        assertThat(d.eventMicros).isEqualTo(micros("2026-11-29T11:59:30.123456Z"));
+        assertThat(d.volumeGb).isEqualTo(1.5);
+    }
+
+    @Test
+    void zoneOffsetsDenoteTheSameInstant() {
+        assertThat(EventDecoder.parseIsoInstantMicros("2026-11-29T13:00:00+01:00")).isEqualTo(micros("2026-11-29T12:00:00Z"));
+        assertThat(EventDecoder.parseIsoInstantMicros("2026-11-29T07:30:00-0430")).isEqualTo(micros("2026-11-29T12:00:00Z"));
+        assertThat(EventDecoder.parseIsoInstantMicros("1969-12-31T23:59:59.5Z")).isEqualTo(-500_000L);
+    }
+
+    @ParameterizedTest(name = "{0} -> {1}")
+    @CsvSource(delimiter = '|', value = {
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\"}|MISSING_FIELD",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1|NOT_JSON",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1} x|NOT_JSON",
+            "hello|NOT_JSON",
+            "[1,2]|NOT_AN_OBJECT",
+            "42|NOT_AN_OBJECT",
+            "{\"subscriber_id\":\"s\",\"subscriber_id\":\"t\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1}|DUPLICATE_FIELD",
+            "{\"subscriber_id\":null,\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1}|NULL_FIELD",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":null}|NULL_FIELD",
+            "{\"subscriber_id\":7,\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1}|WRONG_TYPE",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":\"1.5\"}|WRONG_TYPE",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":1764417600000,\"volume_gb\":1}|WRONG_TYPE",
+            "{\"subscriber_id\":\" \",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1}|BLANK_ID",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"yesterday\",\"volume_gb\":1}|BAD_TIMESTAMP",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-13-45T99:00:00Z\",\"volume_gb\":1}|BAD_TIMESTAMP",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-02-30T10:00:00Z\",\"volume_gb\":1}|BAD_TIMESTAMP",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00\",\"volume_gb\":1}|BAD_TIMESTAMP",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":-0.1}|NEGATIVE_VOLUME",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":NaN}|NON_FINITE_VOLUME",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1e999}|NON_FINITE_VOLUME",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:05:00.001Z\",\"volume_gb\":1}|FUTURE_EVENT_TIME",
+    })
+    void refusesWithTheRightReason(String json, InvalidReason expected) {
+        EventDecoder.Decoded d = decode(json);
+        assertThat(d.reason).isEqualTo(expected);
+        assertThat(d.detail).isNotBlank();
+    }
+
+    @Test
+    void clockSkewBoundaryIsInclusive() {
+        assertThat(decode("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:05:00Z\",\"volume_gb\":0}").reason).isNull();
+    }
+
+    @Test
+    void emptyOversizedAndInvalidUtf8() {
+        assertThat(decoder.decode(null, INGEST).reason).isEqualTo(InvalidReason.EMPTY);
+        assertThat(decoder.decode(new byte[0], INGEST).reason).isEqualTo(InvalidReason.EMPTY);
+        assertThat(decoder.decode(new byte[1025], INGEST).reason).isEqualTo(InvalidReason.OVERSIZED);
+        byte[] bad = "{\"subscriber_id\":\"s\u00e9\"}".getBytes(StandardCharsets.UTF_8);
+        bad[bad.length - 3] = (byte) 0xC3; // lead byte followed by '"': not UTF-8
+        bad[bad.length - 2] = (byte) 0x28;
+        assertThat(decoder.decode(bad, INGEST).reason).isEqualTo(InvalidReason.NOT_UTF8);
+        assertThat(decoder.decode(new byte[] {(byte) 0xFF, (byte) 0xFE, 0, 1}, INGEST).reason).isEqualTo(InvalidReason.NOT_UTF8);
+    }
+
+    @Test
+    void parserRejectsMalformedTimes() {
+        assertThatThrownBy(() -> EventDecoder.parseIsoInstantMicros("2026-11-29T24:00:00Z")).hasMessageContaining("out of range");
+        assertThatThrownBy(() -> EventDecoder.parseIsoInstantMicros("2026-11-29T12:00:00.Z")).hasMessageContaining("fraction");
+        assertThatThrownBy(() -> EventDecoder.parseIsoInstantMicros("2026-11-29T12:00:00+25:00")).hasMessageContaining("offset");
+    }
+}

@@ -1,0 +1,39 @@
+package io.tidemark.tests;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.List;
+import java.util.Properties;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/** Sends crafted records with explicit Kafka timestamps, in order, to one partition. */
+final class KafkaFixtures {
+    private KafkaFixtures() {
+    }
+
+    record Message(String value, Instant kafkaTimestamp) {
+    }
+
+    static void send(String bootstrap, String topic, List<Message> messages) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            for (Message m : messages) {
+                byte[] value = m.value() == null ? null : m.value().getBytes(StandardCharsets.UTF_8);
+                producer.send(new ProducerRecord<>(topic, 0, m.kafkaTimestamp().toEpochMilli(), null, value)).get();
+            }
+        }
+    }
+
+    static String event(String subscriber, String cell, String eventTs, double volume) {
+        return "{\"subscriber_id\":\"" + subscriber + "\",\"cell_site_id\":\"" + cell + "\",\"event_ts\":\"" + eventTs
+                + "\",\"volume_gb\":" + volume + "}";
+    }
+}
