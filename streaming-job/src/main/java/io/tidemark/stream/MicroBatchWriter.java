@@ -106,17 +106,27 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             Long maxEventMs = stats.isNullAt(4) ? null : stats.getLong(4);
             WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMs);
             long classifiedMs = System.currentTimeMillis();
+            CrashPoint.AFTER_CLASSIFY.reached(batchId);
 
             List<Future<Long>> commits = new ArrayList<>();
             if (onTime + late > 0) {
-                commits.add(submit(spark, () -> append(RecordClassifier.rawEvents(classified, batchId), Table.RAW_EVENTS, appId, batchId)));
+                commits.add(submit(spark, () -> {
+                    append(RecordClassifier.rawEvents(classified, batchId), Table.RAW_EVENTS, appId, batchId);
+                    CrashPoint.AFTER_RAW_EVENTS.reached(batchId);
+                    return 0L;
+                }));
             }
             if (late > 0) {
-                commits.add(submit(spark, () -> append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), watermarkMs, batchId),
-                        Table.LATE_EVENTS, appId, batchId)));
+                commits.add(submit(spark, () -> {
+                    append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), watermarkMs, batchId), Table.LATE_EVENTS, appId, batchId);
+                    return 0L;
+                }));
             }
             if (invalid > 0) {
-                commits.add(submit(spark, () -> append(RecordClassifier.deadLetters(classified, batchId), Table.DEAD_LETTER, appId, batchId)));
+                commits.add(submit(spark, () -> {
+                    append(RecordClassifier.deadLetters(classified, batchId), Table.DEAD_LETTER, appId, batchId);
+                    return 0L;
+                }));
             }
             Future<Long> kpi = null;
             if (onTime > 0 || entry.nextWatermarkMs() > entry.watermarkMs()) {
@@ -134,8 +144,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 throw e.getCause() instanceof Exception ex ? ex : e;
             }
             long writtenMs = System.currentTimeMillis();
+            CrashPoint.BEFORE_PROGRESS.reached(batchId);
             Row progress = progressRow(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
             append(spark.createDataFrame(List.of(progress), progressSchema()), Table.STREAM_PROGRESS, appId, batchId);
+            CrashPoint.AFTER_PROGRESS.reached(batchId);
             if (listener != null) {
                 listener.batchCommitted(progress);
             }
@@ -198,12 +210,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         });
     }
 
-    private long append(Dataset<Row> rows, Table table, String appId, long batchId) {
+    private void append(Dataset<Row> rows, Table table, String appId, long batchId) {
         rows.write().format("delta").mode("append")
                 .option("txnAppId", appId)
                 .option("txnVersion", batchId)
                 .save(lakehouse.path(table));
-        return 0;
     }
 
     /**
@@ -254,6 +265,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         s.conf().set(TXN_VERSION_CONF, String.valueOf(entry.batchId()));
         try {
             s.sql(sql);
+            CrashPoint.AFTER_KPI_MERGE.reached(entry.batchId());
         } finally {
             // While set, every Delta write of this session is checked against them (DESIGN.md).
             s.conf().unset(TXN_APP_ID_CONF);

@@ -1,0 +1,59 @@
+package io.tidemark.tests;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/** A Tidemark job in a JVM of its own, so a test can kill it as an operator's kill -9 would. */
+final class JobProcess {
+    final Process process;
+    final Path log;
+
+    private JobProcess(Process process, Path log) {
+        this.process = process;
+        this.log = log;
+    }
+
+    static JobProcess start(Class<?> mainClass, List<String> args, Map<String, String> systemProperties, Path log) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx2g");
+        cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
+        systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(mainClass.getName());
+        cmd.addAll(args);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+        return new JobProcess(pb.start(), log);
+    }
+
+    int await(long timeoutSeconds) throws Exception {
+        if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor();
+            throw new AssertionError("job did not finish in " + timeoutSeconds + " s; log: " + log + "\n" + tail());
+        }
+        return process.exitValue();
+    }
+
+    /** SIGKILL, as {@code kill -9}. */
+    void kill() throws Exception {
+        process.destroyForcibly();
+        process.waitFor();
+    }
+
+    String tail() throws Exception {
+        List<String> lines = Files.readAllLines(log);
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    }
+
+    static String classpathSeparator() {
+        return File.pathSeparator;
+    }
+}
