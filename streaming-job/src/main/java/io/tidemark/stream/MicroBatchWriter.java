@@ -82,6 +82,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     public void call(Dataset<Row> kafkaBatch, Long batchIdBoxed) throws Exception {
         long batchId = batchIdBoxed;
         long startedMs = System.currentTimeMillis();
+        long startedNanos = System.nanoTime();
         SparkSession spark = kafkaBatch.sparkSession();
         String queryId = spark.sparkContext().getLocalProperty("sql.streaming.queryId");
         if (queryId == null) {
@@ -106,6 +107,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             Long maxEventMs = stats.isNullAt(4) ? null : stats.getLong(4);
             WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMs);
             long classifiedMs = System.currentTimeMillis();
+            trace(batchId, "classify+cache", startedNanos);
             CrashPoint.AFTER_CLASSIFY.reached(batchId);
 
             List<Future<Long>> commits = new ArrayList<>();
@@ -148,6 +150,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             Row progress = progressRow(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
             append(spark.createDataFrame(List.of(progress), progressSchema()), Table.STREAM_PROGRESS, appId, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
+            trace(batchId, "batch-total", startedNanos);
             if (listener != null) {
                 listener.batchCommitted(progress);
             }
@@ -211,10 +214,21 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     }
 
     private void append(Dataset<Row> rows, Table table, String appId, long batchId) {
+        long t0 = System.nanoTime();
         rows.write().format("delta").mode("append")
                 .option("txnAppId", appId)
                 .option("txnVersion", batchId)
                 .save(lakehouse.path(table));
+        trace(batchId, table.tableName(), t0);
+    }
+
+    /** Per-commit timings on stderr when TIDEMARK_TRACE_BATCHES is set: where a batch's time goes. */
+    private static final boolean TRACE = System.getenv("TIDEMARK_TRACE_BATCHES") != null;
+
+    private static void trace(long batchId, String what, long startNanos) {
+        if (TRACE) {
+            System.err.printf("trace batch %d %s %d ms%n", batchId, what, (System.nanoTime() - startNanos) / 1_000_000);
+        }
     }
 
     /**
@@ -223,6 +237,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * overwriting a closed day (DESIGN.md).
      */
     private long mergeKpis(Dataset<Row> onTime, WatermarkLedger.Entry entry, String appId) {
+        long t0 = System.nanoTime();
         Dataset<Row> aggregated = KpiComputation.partialKpis(onTime);
         StructType schema = aggregated.schema();
         List<Row> partials = aggregated.collectAsList();
@@ -239,6 +254,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         if (touched.isEmpty()) {
             return 0;
         }
+        trace(entry.batchId(), "kpi-aggregate", t0);
         SparkSession s = mergeSession();
         s.createDataFrame(partials, schema).createOrReplaceTempView("tidemark_batch_kpis");
         String dayList = touched.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", "));
@@ -264,7 +280,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         s.conf().set(TXN_APP_ID_CONF, appId);
         s.conf().set(TXN_VERSION_CONF, String.valueOf(entry.batchId()));
         try {
+            long m0 = System.nanoTime();
             s.sql(sql);
+            trace(entry.batchId(), "kpi_5m-merge", m0);
             CrashPoint.AFTER_KPI_MERGE.reached(entry.batchId());
         } finally {
             // While set, every Delta write of this session is checked against them (DESIGN.md).
