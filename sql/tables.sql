@@ -21,6 +21,8 @@ CREATE TABLE IF NOT EXISTS tidemark.raw_events (
 ) USING delta
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/raw_events'
+-- Statistics only where queries filter: collecting them for every column costs time on each append.
+TBLPROPERTIES ('delta.dataSkippingStatsColumns' = 'event_ts,cell_site_id,kafka_partition,kafka_offset,batch_id')
 ;
 -- Windowed KPIs, one row per (window, cell).
 CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
@@ -38,7 +40,6 @@ CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
 ) USING delta
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/kpi_5m'
-TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')
 ;
 -- Records that arrived after their window had closed: captured here instead of being dropped.
 CREATE TABLE IF NOT EXISTS tidemark.late_events (

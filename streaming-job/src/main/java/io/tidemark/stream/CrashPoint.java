@@ -13,8 +13,8 @@ public enum CrashPoint {
     AFTER_CLASSIFY,
     /** raw_events committed; the other commits may be running. */
     AFTER_RAW_EVENTS,
-    /** kpi_5m MERGE committed; the other commits may be running. */
-    AFTER_KPI_MERGE,
+    /** kpi_5m committed; the other commits may be running. */
+    AFTER_KPI_WRITE,
     /** Every table but stream_progress committed. */
     BEFORE_PROGRESS,
     /** stream_progress committed; Spark has not yet written its commit log for the batch. */

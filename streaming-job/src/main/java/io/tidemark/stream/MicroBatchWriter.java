@@ -43,7 +43,7 @@ import io.tidemark.late.WatermarkLedger;
  * Writes one micro-batch to every table, exactly once.
  *
  * <p>Per batch: decode and classify once (cached), then four independent Delta commits run side
- * by side (raw_events, late_events, dead_letter appends and the kpi_5m MERGE: a Delta commit has a
+ * by side (raw_events, late_events, dead_letter appends and the kpi_5m rewrite of the open windows: a Delta commit has a
  * large fixed cost, so overlapping them is what makes the batch fast), then the stream_progress
  * row, last. Every commit carries the transaction id (query id, batch id), so a batch replayed after
  * a crash is skipped table by table: what committed stays, what did not commits now. A
@@ -52,8 +52,6 @@ import io.tidemark.late.WatermarkLedger;
 public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long> {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(MicroBatchWriter.class);
-    static final String TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId";
-    static final String TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion";
 
     private final TidemarkConfig config;
     private final Lakehouse lakehouse;
@@ -61,9 +59,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private final BatchListener listener;
 
     private transient WatermarkLedger ledger;
-    /** Days holding KPI rows that are not final yet: the only days the MERGE may touch besides the batch's own. */
-    private transient TreeSet<LocalDate> openKpiDays;
-    private transient SparkSession mergeSession;
+    private transient OpenWindowKpis kpis;
     private transient ExecutorService writers;
 
     /** Told about every committed batch (the launcher's live status line). */
@@ -132,7 +128,13 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             }
             Future<Long> kpi = null;
             if (onTime > 0 || entry.nextWatermarkMs() > entry.watermarkMs()) {
-                kpi = submit(spark, () -> mergeKpis(RecordClassifier.onTime(classified), entry, appId));
+                kpi = submit(spark, () -> {
+                    long t0 = System.nanoTime();
+                    long rows = kpis.write(spark, RecordClassifier.onTime(classified), entry, appId);
+                    trace(batchId, "kpi_5m", t0);
+                    CrashPoint.AFTER_KPI_WRITE.reached(batchId);
+                    return rows;
+                });
             }
             long kpiRows = 0;
             try {
@@ -162,7 +164,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private WatermarkLedger.Position positionFor(SparkSession spark, long batchId) {
         if (ledger == null || ledger.next().batchId() != batchId) {
             ledger = loadLedger(spark, batchId);
-            openKpiDays = loadOpenKpiDays(spark);
+            if (kpis == null) {
+                kpis = new OpenWindowKpis(lakehouse, config.window());
+            }
+            kpis.reset();
         }
         return ledger.next();
     }
@@ -186,15 +191,6 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         Row r = rows.get(0);
         return WatermarkLedger.resumeAfter(new WatermarkLedger.Entry(batchId - 1, r.getLong(0), r.getLong(1),
                 r.isNullAt(2) ? null : r.getLong(2), r.isNullAt(3) ? null : r.getLong(3)), latenessMs);
-    }
-
-    private TreeSet<LocalDate> loadOpenKpiDays(SparkSession spark) {
-        TreeSet<LocalDate> days = new TreeSet<>();
-        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.KPI_5M))
-                .filter(col("is_final").equalTo(false)).select(col("event_date")).distinct().collectAsList()) {
-            days.add(r.getDate(0).toLocalDate());
-        }
-        return days;
     }
 
     private Future<Long> submit(SparkSession spark, java.util.concurrent.Callable<Long> work) {
@@ -229,81 +225,6 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         if (TRACE) {
             System.err.printf("trace batch %d %s %d ms%n", batchId, what, (System.nanoTime() - startNanos) / 1_000_000);
         }
-    }
-
-    /**
-     * Adds the batch's on-time records to kpi_5m and marks final every window the watermark has
-     * passed. The MERGE names its days as literals, so it never conflicts with a reconcile
-     * overwriting a closed day (DESIGN.md).
-     */
-    private long mergeKpis(Dataset<Row> onTime, WatermarkLedger.Entry entry, String appId) {
-        long t0 = System.nanoTime();
-        Dataset<Row> aggregated = KpiComputation.partialKpis(onTime);
-        StructType schema = aggregated.schema();
-        List<Row> partials = aggregated.collectAsList();
-        TreeSet<LocalDate> days = new TreeSet<>();
-        for (Row r : partials) {
-            days.add(r.getDate(r.fieldIndex("event_date")).toLocalDate());
-        }
-        long next = entry.nextWatermarkMs();
-        long current = entry.watermarkMs();
-        LocalDate nextDay = Instant.ofEpochMilli(next).atZone(ZoneOffset.UTC).toLocalDate();
-        TreeSet<LocalDate> finalizing = new TreeSet<>(openKpiDays.headSet(nextDay, true));
-        TreeSet<LocalDate> touched = new TreeSet<>(days);
-        touched.addAll(finalizing);
-        if (touched.isEmpty()) {
-            return 0;
-        }
-        trace(entry.batchId(), "kpi-aggregate", t0);
-        SparkSession s = mergeSession();
-        s.createDataFrame(partials, schema).createOrReplaceTempView("tidemark_batch_kpis");
-        String dayList = touched.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", "));
-        String finalizeList = finalizing.isEmpty() ? "NULL" : finalizing.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", "));
-        String cur = "timestamp_millis(" + current + "L)";
-        String nxt = "timestamp_millis(" + next + "L)";
-        String sql = "MERGE INTO " + lakehouse.ref(Table.KPI_5M) + " t USING tidemark_batch_kpis s "
-                + "ON t.event_date IN (" + dayList + ") AND t.window_end > " + cur
-                + " AND t.event_date = s.event_date AND t.window_start = s.window_start AND t.cell_site_id = s.cell_site_id "
-                + "WHEN MATCHED THEN UPDATE SET "
-                + "  record_count = t.record_count + s.record_count, "
-                + "  total_gb = CAST(t.total_gb AS DECIMAL(37,9)) + CAST(s.total_gb AS DECIMAL(37,9)), "
-                + "  subscriber_sketch = hll_union(t.subscriber_sketch, s.subscriber_sketch), "
-                + "  subscribers = hll_sketch_estimate(hll_union(t.subscriber_sketch, s.subscriber_sketch)), "
-                + "  is_final = s.window_end <= " + nxt + ", source = 'stream', "
-                + "  updated_at = greatest(t.updated_at, s.updated_at) "
-                + "WHEN NOT MATCHED THEN INSERT (window_start, window_end, cell_site_id, record_count, total_gb, subscribers, "
-                + "  subscriber_sketch, is_final, source, updated_at, event_date) VALUES (s.window_start, s.window_end, s.cell_site_id, "
-                + "  s.record_count, s.total_gb, hll_sketch_estimate(s.subscriber_sketch), s.subscriber_sketch, s.window_end <= " + nxt + ", "
-                + "  'stream', s.updated_at, s.event_date) "
-                + "WHEN NOT MATCHED BY SOURCE AND t.event_date IN (" + finalizeList + ") AND NOT t.is_final AND t.window_end <= " + nxt
-                + " THEN UPDATE SET is_final = true";
-        s.conf().set(TXN_APP_ID_CONF, appId);
-        s.conf().set(TXN_VERSION_CONF, String.valueOf(entry.batchId()));
-        try {
-            long m0 = System.nanoTime();
-            s.sql(sql);
-            trace(entry.batchId(), "kpi_5m-merge", m0);
-            CrashPoint.AFTER_KPI_MERGE.reached(entry.batchId());
-        } finally {
-            // While set, every Delta write of this session is checked against them (DESIGN.md).
-            s.conf().unset(TXN_APP_ID_CONF);
-            s.conf().unset(TXN_VERSION_CONF);
-        }
-        long dayEndOfNext = next; // a day is all final once its end is at or before the next watermark
-        openKpiDays.removeIf(d -> d.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().toEpochMilli() <= dayEndOfNext);
-        for (Row r : partials) {
-            if (r.getTimestamp(r.fieldIndex("window_end")).getTime() > next) {
-                openKpiDays.add(r.getDate(r.fieldIndex("event_date")).toLocalDate());
-            }
-        }
-        return partials.size();
-    }
-
-    private SparkSession mergeSession() {
-        if (mergeSession == null) {
-            mergeSession = SparkSession.active().newSession();
-        }
-        return mergeSession;
     }
 
     static StructType progressSchema() {

@@ -52,6 +52,8 @@ public final class StreamingJob {
     /** Starts the query: continuous at the trigger interval, or draining what is there and stopping. */
     public StreamingQuery start(boolean availableNow) throws TimeoutException {
         Lakehouse.of(config).createAndRegister(spark);
+        // The batch is cached once and read by four writers; compressing the cache costs more than it saves here.
+        spark.conf().set("spark.sql.inMemoryColumnarStorage.compressed", "false");
         Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
         return source().writeStream()
                 .queryName("tidemark-stream")

@@ -55,7 +55,7 @@ class StreamCrashRecoveryTest {
         List<String> crashes = List.of(
                 CrashPoint.AFTER_CLASSIFY + "@1",
                 CrashPoint.AFTER_RAW_EVENTS + "@2",
-                CrashPoint.AFTER_KPI_MERGE + "@3",
+                CrashPoint.AFTER_KPI_WRITE + "@3",
                 CrashPoint.BEFORE_PROGRESS + "@4",
                 CrashPoint.AFTER_PROGRESS + "@5");
         int kills = 0;
