@@ -221,7 +221,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /** Per-commit timings on stderr when TIDEMARK_TRACE_BATCHES is set: where a batch's time goes. */
     private static final boolean TRACE = System.getenv("TIDEMARK_TRACE_BATCHES") != null;
 
-    private static void trace(long batchId, String what, long startNanos) {
+    static void trace(long batchId, String what, long startNanos) {
         if (TRACE) {
             System.err.printf("trace batch %d %s %d ms%n", batchId, what, (System.nanoTime() - startNanos) / 1_000_000);
         }

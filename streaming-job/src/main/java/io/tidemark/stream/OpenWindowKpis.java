@@ -67,7 +67,9 @@ final class OpenWindowKpis {
             open = load(spark);
         }
         Dataset<Row> aggregated = KpiComputation.partialKpis(onTime);
+        long t0 = System.nanoTime();
         List<Row> partials = aggregated.collectAsList();
+        MicroBatchWriter.trace(entry.batchId(), "kpi_5m-partials", t0);
         TreeMap<LocalDate, TreeSet<Long>> touched = new TreeMap<>();
         open.forEach((d, w) -> touched.computeIfAbsent(d, k -> new TreeSet<>()).addAll(w));
         for (Row r : partials) {
