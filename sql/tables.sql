@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
   is_final          BOOLEAN       NOT NULL COMMENT 'the watermark has passed window_end: the stream will not change this row again',
   source            STRING        NOT NULL COMMENT 'stream or batch',
   updated_at        TIMESTAMP     NOT NULL COMMENT 'ingest time of the newest record counted',
+  stream_batch_id   BIGINT                 COMMENT 'micro-batch that last wrote the row; null once reconciled',
   event_date        DATE          NOT NULL COMMENT 'UTC date of window_start'
 ) USING delta
 PARTITIONED BY (event_date)

@@ -45,9 +45,10 @@ import io.tidemark.late.WatermarkLedger;
  * <p>Per batch: decode and classify once (cached), then four independent Delta commits run side
  * by side (raw_events, late_events, dead_letter appends and the kpi_5m rewrite of the open windows: a Delta commit has a
  * large fixed cost, so overlapping them is what makes the batch fast), then the stream_progress
- * row, last. Every commit carries the transaction id (query id, batch id), so a batch replayed after
- * a crash is skipped table by table: what committed stays, what did not commits now. A
- * stream_progress row therefore proves its whole batch is in every table.
+ * row, last. Each table takes a batch in one atomic commit, with the batch id in its rows; the first
+ * batch after a restart (the only one Spark may replay) skips the tables that already hold it: what
+ * committed stays, what did not commits now. A stream_progress row therefore proves its whole batch
+ * is in every table.
  */
 public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long> {
     private static final long serialVersionUID = 1L;
@@ -59,6 +60,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private final BatchListener listener;
 
     private transient WatermarkLedger ledger;
+    /** Tables that already hold the current batch: only ever non-empty for the first batch after a restart. */
+    private transient java.util.Set<Table> alreadyCommitted = java.util.EnumSet.noneOf(Table.class);
     private transient OpenWindowKpis kpis;
     private transient ExecutorService writers;
 
@@ -84,8 +87,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         if (queryId == null) {
             throw new IllegalStateException("MicroBatchWriter must run inside foreachBatch of a streaming query");
         }
-        String appId = "tidemark-stream-" + queryId;
-        WatermarkLedger.Position position = positionFor(spark, batchId);
+        WatermarkLedger.Position position = positionFor(spark, batchId, queryId);
         long watermarkMs = position.watermarkMs();
 
         Dataset<Row> classified = classifier.classify(kafkaBatch, watermarkMs).persist(StorageLevel.MEMORY_AND_DISK());
@@ -109,20 +111,20 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             List<Future<Long>> commits = new ArrayList<>();
             if (onTime + late > 0) {
                 commits.add(submit(spark, () -> {
-                    append(RecordClassifier.rawEvents(classified, batchId), Table.RAW_EVENTS, appId, batchId);
+                    append(RecordClassifier.rawEvents(classified, batchId), Table.RAW_EVENTS, batchId);
                     CrashPoint.AFTER_RAW_EVENTS.reached(batchId);
                     return 0L;
                 }));
             }
             if (late > 0) {
                 commits.add(submit(spark, () -> {
-                    append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), watermarkMs, batchId), Table.LATE_EVENTS, appId, batchId);
+                    append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), watermarkMs, batchId), Table.LATE_EVENTS, batchId);
                     return 0L;
                 }));
             }
             if (invalid > 0) {
                 commits.add(submit(spark, () -> {
-                    append(RecordClassifier.deadLetters(classified, batchId), Table.DEAD_LETTER, appId, batchId);
+                    append(RecordClassifier.deadLetters(classified, batchId), Table.DEAD_LETTER, batchId);
                     return 0L;
                 }));
             }
@@ -130,7 +132,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             if (onTime > 0 || entry.nextWatermarkMs() > entry.watermarkMs()) {
                 kpi = submit(spark, () -> {
                     long t0 = System.nanoTime();
-                    long rows = kpis.write(spark, RecordClassifier.onTime(classified), entry, appId);
+                    if (alreadyCommitted.contains(Table.KPI_5M)) {
+                        return 0L;
+                    }
+                    long rows = kpis.write(spark, RecordClassifier.onTime(classified), entry);
                     trace(batchId, "kpi_5m", t0);
                     CrashPoint.AFTER_KPI_WRITE.reached(batchId);
                     return rows;
@@ -150,7 +155,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             long writtenMs = System.currentTimeMillis();
             CrashPoint.BEFORE_PROGRESS.reached(batchId);
             Row progress = progressRow(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
-            append(spark.createDataFrame(List.of(progress), progressSchema()), Table.STREAM_PROGRESS, appId, batchId);
+            append(spark.createDataFrame(List.of(progress), progressSchema()), Table.STREAM_PROGRESS, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
             trace(batchId, "batch-total", startedNanos);
             if (listener != null) {
@@ -161,15 +166,52 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         }
     }
 
-    private WatermarkLedger.Position positionFor(SparkSession spark, long batchId) {
+    private WatermarkLedger.Position positionFor(SparkSession spark, long batchId, String queryId) {
+        alreadyCommitted = java.util.EnumSet.noneOf(Table.class);
         if (ledger == null || ledger.next().batchId() != batchId) {
+            requireSameQuery(spark, queryId);
             ledger = loadLedger(spark, batchId);
+            alreadyCommitted = committedTables(spark, batchId);
+            if (!alreadyCommitted.isEmpty()) {
+                LOG.info("batch {} is a replay: already in {}; writing only the rest", batchId, alreadyCommitted);
+            }
             if (kpis == null) {
                 kpis = new OpenWindowKpis(lakehouse, config.window());
             }
             kpis.reset();
         }
         return ledger.next();
+    }
+
+    /**
+     * A lakehouse belongs to one streaming query (one checkpoint): batch ids restart at 0 with a new
+     * checkpoint, and the replay check below must not mistake another query's batch for this one's.
+     */
+    private void requireSameQuery(SparkSession spark, String queryId) {
+        List<Row> last = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS))
+                .orderBy(col("batch_id").desc()).select("query_id").limit(1).collectAsList();
+        if (!last.isEmpty() && !last.get(0).getString(0).equals(queryId)) {
+            throw new IllegalStateException("the lakehouse " + lakehouse.root() + " holds the output of another streaming query ("
+                    + last.get(0).getString(0) + ") than the checkpoint's (" + queryId + "). Point the stream at its own checkpoint, "
+                    + "or at a new lakehouse for a new checkpoint.");
+        }
+    }
+
+    /**
+     * Which tables already hold batch {@code batchId}: after a crash, Spark replays the last batch
+     * it had not committed, and each table took that batch in one atomic commit or not at all.
+     * Checked once per (re)start instead of on every commit (Delta's txnAppId check costs about
+     * two seconds per commit here: bench/RESULTS.md).
+     */
+    private java.util.Set<Table> committedTables(SparkSession spark, long batchId) {
+        java.util.Set<Table> found = java.util.EnumSet.noneOf(Table.class);
+        for (Table t : List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_PROGRESS)) {
+            String column = t == Table.KPI_5M ? "stream_batch_id" : "batch_id";
+            if (!spark.read().format("delta").load(lakehouse.path(t)).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
+                found.add(t);
+            }
+        }
+        return found;
     }
 
     /** The ledger as it stood before {@code batchId}, from the previous batch's progress row. */
@@ -209,12 +251,12 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         });
     }
 
-    private void append(Dataset<Row> rows, Table table, String appId, long batchId) {
+    private void append(Dataset<Row> rows, Table table, long batchId) {
+        if (alreadyCommitted.contains(table)) {
+            return;
+        }
         long t0 = System.nanoTime();
-        rows.write().format("delta").mode("append")
-                .option("txnAppId", appId)
-                .option("txnVersion", batchId)
-                .save(lakehouse.path(table));
+        rows.write().format("delta").mode("append").save(lakehouse.path(table));
         trace(batchId, table.tableName(), t0);
     }
 

@@ -37,8 +37,8 @@ import io.tidemark.late.WatermarkLedger;
  * per-batch cost stays flat however long the day gets.
  *
  * <p>Only the stream writes open windows (reconcile touches closed days only), so the read and the
- * overwrite cannot interleave with another writer of the same rows. The overwrite carries the
- * batch's transaction id: a replayed batch is skipped, and the open set is reloaded from the table.
+ * overwrite cannot interleave with another writer of the same rows. Every row the overwrite writes
+ * carries the batch id ({@code stream_batch_id}): that is how a replay knows the batch is in.
  */
 final class OpenWindowKpis {
     private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS").withZone(ZoneOffset.UTC);
@@ -62,7 +62,7 @@ final class OpenWindowKpis {
      * Adds the batch's on-time records and marks final every window that ends at or before the
      * next watermark. Returns the number of (window, cell) rows the batch touched.
      */
-    long write(SparkSession spark, Dataset<Row> onTime, WatermarkLedger.Entry entry, String appId) {
+    long write(SparkSession spark, Dataset<Row> onTime, WatermarkLedger.Entry entry) {
         if (open == null) {
             open = load(spark);
         }
@@ -94,13 +94,11 @@ final class OpenWindowKpis {
                 .select(col("window_start"), col("window_end"), col("cell_site_id"), col("record_count"), col("total_gb"),
                         expr("hll_sketch_estimate(subscriber_sketch)").as("subscribers"), col("subscriber_sketch"),
                         expr("unix_micros(window_end) <= " + nextUs + "L").as("is_final"),
-                        lit("stream").as("source"), col("updated_at"), col("event_date"))
+                        lit("stream").as("source"), col("updated_at"), lit(entry.batchId()).as("stream_batch_id"), col("event_date"))
                 // one range partition per is_final value: final rows and open rows never share a file
                 .repartitionByRange(2, col("is_final"));
         rows.write().format("delta").mode("overwrite")
                 .option("replaceWhere", predicate)
-                .option("txnAppId", appId)
-                .option("txnVersion", entry.batchId())
                 .save(lakehouse.path(Table.KPI_5M));
 
         TreeMap<LocalDate, TreeSet<Long>> stillOpen = new TreeMap<>();
