@@ -293,12 +293,12 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private static Row progressRow(String queryId, WatermarkLedger.Entry e, long in, long onTime, long late, long invalid, long kpiRows,
                                    long startedMs, long classifiedMs, long writtenMs) {
         long finished = System.currentTimeMillis();
-        return RowFactory.create(e.batchId(), queryId, new Timestamp(e.watermarkMs()), new Timestamp(e.nextWatermarkMs()),
+        return new org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema(new Object[] {e.batchId(), queryId, new Timestamp(e.watermarkMs()), new Timestamp(e.nextWatermarkMs()),
                 e.maxEventMs() == null ? null : new Timestamp(e.maxEventMs()),
                 e.maxEventSeenMs() == null ? null : new Timestamp(e.maxEventSeenMs()),
                 in, onTime, late, invalid, kpiRows,
                 new Timestamp(startedMs), new Timestamp(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
-                e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs());
+                e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs()}, progressSchema());
     }
 
     /** Stops the writer threads; the query has stopped calling. */

@@ -1,0 +1,493 @@
+package io.tidemark.launcher;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.StringJoiner;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQuery;
+
+import io.tidemark.broker.BrokerSettings;
+import io.tidemark.broker.BrokerStatus;
+import io.tidemark.broker.LocalKafkaBroker;
+import io.tidemark.generate.GeneratedMessage.Kind;
+import io.tidemark.generate.GenerationReport;
+import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.ConservationCheck;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.reconcile.DayOutcome;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.ReconcileJob;
+import io.tidemark.reconcile.ReconcileResult;
+import io.tidemark.stream.StreamingJob;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code tidemark demo}: the whole system on one machine. A local broker, a backlog that closes
+ * yesterday, live traffic while the stream runs, then the conservation check over everything.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"The whole system on one machine: starts a local Kafka broker, produces a 30-hour backlog and then live traffic "
+                + "(with late and malformed records) while the stream runs, prints a status line per micro-batch, "
+                + "reconciles the closed days, checks conservation over every record and leaves the tables for 'tidemark sql'.",
+                "Exit code 0 only if conservation holds."})
+final class DemoCommand extends TidemarkCommand {
+
+    static final String MARKER = ".tidemark-demo";
+
+    @Option(names = "--dir", paramLabel = "DIR", defaultValue = "./data/demo",
+            description = "Working directory: broker, lakehouse and checkpoint (default: ${DEFAULT-VALUE}). Wiped at the start unless --keep.")
+    Path dir;
+
+    @Option(names = "--keep", description = "Keep what an earlier demo left in --dir and add to it.")
+    boolean keep;
+
+    @Option(names = "--keep-broker", description = "Leave the broker running at the end (stop it with 'tidemark broker stop --dir DIR/broker').")
+    boolean keepBroker;
+
+    @Option(names = "--live-seconds", paramLabel = "S", defaultValue = "30", description = "Live traffic for S seconds (default: ${DEFAULT-VALUE}).")
+    int liveSeconds;
+
+    @Option(names = "--rate", paramLabel = "MSG_PER_S", defaultValue = "2000", description = "Live messages per second (default: ${DEFAULT-VALUE}).")
+    double rate;
+
+    @Option(names = "--backlog-events", paramLabel = "N", defaultValue = "200000", description = "Messages in the backlog (default: ${DEFAULT-VALUE}).")
+    long backlogEvents;
+
+    @Option(names = "--backlog-hours", paramLabel = "H", defaultValue = "30",
+            description = "Event time the backlog spans, ending now; over 24 h makes yesterday a closed day (default: ${DEFAULT-VALUE}).")
+    double backlogHours;
+
+    @Option(names = "--partitions", paramLabel = "N", defaultValue = "2", description = "Partitions of the topic (default: ${DEFAULT-VALUE}).")
+    int partitions;
+
+    @Option(names = "--seed", paramLabel = "N", defaultValue = "42", description = "Random seed of the traffic (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    private GracefulStop stop;
+    private volatile KafkaTrafficProducer backlogProducer;
+    private volatile KafkaTrafficProducer liveProducer;
+    private volatile StreamingQuery runningQuery;
+
+    /** How long the stream may go without consuming anything before the demo gives up waiting. */
+    static final Duration STALL_TIMEOUT = Duration.ofMinutes(5);
+
+    @Override
+    public Integer call() throws Exception {
+        validate();
+        long t0 = System.nanoTime();
+        Path home = dir.toAbsolutePath().normalize();
+        Path brokerDir = home.resolve("broker");
+        TidemarkConfig base = config(Map.of(
+                Key.LAKEHOUSE.name, home.resolve("lakehouse").toString(),
+                Key.CHECKPOINT.name, home.resolve("checkpoint").toString(),
+                Key.TRIGGER.name, "5 seconds",
+                Key.MAX_OFFSETS_PER_TRIGGER.name, "100000",
+                Key.STARTING_OFFSETS.name, "earliest"));
+        TrafficSpec backlog = backlogSpec(base.topic(), Instant.now());
+        TrafficSpec live = liveSpec(base.topic());
+        prepare(home, brokerDir);
+        stop = GracefulStop.install(() -> {
+            say("interrupted: stopping the traffic and the stream (Ctrl-C again stops at once) ...");
+            KafkaTrafficProducer p1 = backlogProducer;
+            KafkaTrafficProducer p2 = liveProducer;
+            if (p1 != null) {
+                p1.requestStop();
+            }
+            if (p2 != null) {
+                p2.requestStop();
+            }
+            StreamingQuery q = runningQuery;
+            if (q != null) {
+                GracefulStop.stopBetweenBatches(q, StreamCommand.STOP_PATIENCE);
+            }
+        });
+
+        // The broker.
+        LocalKafkaBroker broker = null;
+        String bootstrap;
+        BrokerStatus already = LocalKafkaBroker.status(brokerDir);
+        if (keep && already.running()) {
+            bootstrap = already.bootstrapServers();
+            say("broker      reusing the broker running in %s at %s", show(brokerDir), bootstrap);
+        } else {
+            say("broker      starting a local Kafka broker in %s ...", show(brokerDir));
+            broker = LocalKafkaBroker.start(BrokerSettings.of(brokerDir));
+            bootstrap = broker.bootstrapServers();
+            say("broker      running at %s (pid %d)", bootstrap, broker.pid());
+        }
+        LocalKafkaBroker started = broker;
+        Thread brokerHook = new Thread(() -> {
+            if (started != null && !keepBroker) {
+                started.stop();
+            }
+        }, "tidemark-demo-broker-stop");
+        Runtime.getRuntime().addShutdownHook(brokerHook);
+        checkInterrupted();
+        TidemarkConfig config = base.toBuilder().set(Key.KAFKA_BOOTSTRAP, bootstrap).build();
+        Lakehouse lakehouse = Lakehouse.of(config);
+        boolean created;
+        if (broker != null) {
+            created = broker.createTopic(config.topic(), partitions);
+        } else {
+            try (KafkaTopics kafka = new KafkaTopics(bootstrap, config.kafkaOptions(), Duration.ofSeconds(10))) {
+                created = kafka.create(config.topic(), partitions);
+            }
+        }
+        say("topic       %s %s", config.topic(), created ? "created with " + partitions + " partitions" : "already there");
+
+        // Phase 1: the backlog.
+        say("phase 1     backlog: %s", GenerateCommand.describe(backlog));
+        backlogProducer = new KafkaTrafficProducer(bootstrap, config.kafkaOptions());
+        GenerationReport backlogReport = backlogProducer.produce(backlog, p -> say("            %s", p.line()));
+        checkInterrupted();
+        say("            sent %s messages in %s (valid %s, invalid %s)", Formats.count(backlogReport.messages()),
+                Formats.duration(backlogReport.elapsed()), Formats.count(backlogReport.valid()), Formats.count(backlogReport.invalid()));
+
+        // Phase 2: the stream runs while live traffic arrives.
+        say("phase 2     starting Spark %s and the stream (trigger %s, at most %s records per batch); it reads the backlog first ...",
+                config.sparkMaster(), Formats.duration(config.trigger()), Formats.count(config.maxOffsetsPerTrigger()));
+        SparkSession spark = SparkSessions.create(config, "tidemark-demo");
+        AtomicLong liveSent = new AtomicLong();
+        AtomicLong consumed = new AtomicLong();
+        long backlogSent = backlogReport.messages();
+        StreamingJob job = new StreamingJob(spark, config, row -> {
+            ProgressRow progress = new ProgressRow(row);
+            long total = consumed.addAndGet(progress.recordsIn());
+            say("  %s | produced %s, consumed %s", BatchLine.of(progress),
+                    Formats.count(backlogSent + liveSent.get()), Formats.count(total));
+        });
+        checkInterrupted();
+        StreamingQuery query = job.start(false);
+        runningQuery = query;
+        // A failure or a second Ctrl-C exits the JVM: stop the query before Spark stops its context.
+        Object sparkHook = SparkShutdown.register(() -> {
+            if (query.isActive()) {
+                try {
+                    query.stop();
+                } catch (Exception e) {
+                    // stopping anyway
+                }
+            }
+        });
+        liveProducer = new KafkaTrafficProducer(bootstrap, config.kafkaOptions());
+        // Live traffic starts once the backlog is in: from then on the watermark follows the wall
+        // clock, so the generator's late records (20 to 60 minutes behind it) arrive late.
+        Map<Integer, Long> backlogEnd;
+        try (KafkaTopics kafka = new KafkaTopics(bootstrap, config.kafkaOptions(), Duration.ofSeconds(10))) {
+            backlogEnd = kafka.endOffsets(config.topic());
+        }
+        awaitConsumed(query, config, backlogEnd);
+        AtomicReference<GenerationReport> liveReport = new AtomicReference<>();
+        AtomicReference<Throwable> liveError = new AtomicReference<>();
+        Thread liveThread = new Thread(() -> {
+            try {
+                liveReport.set(liveProducer.produce(live, p -> liveSent.set(p.messagesSent())));
+                if (liveReport.get().stoppedEarly() && stop.requested()) {
+                    return;
+                }
+                liveSent.set(liveReport.get().messages());
+            } catch (Throwable e) {
+                liveError.set(e);
+            }
+        }, "tidemark-demo-live-traffic");
+        liveThread.setDaemon(true);
+        say("phase 3     backlog consumed; live traffic while the stream runs: %s", GenerateCommand.describe(live));
+        liveThread.start();
+        while (liveThread.isAlive()) {
+            liveThread.join(500);
+            failIfStopped(query);
+        }
+        checkInterrupted();
+        if (liveError.get() != null) {
+            query.stop();
+            throw new IllegalStateException("live traffic failed: " + Tidemark.describe(liveError.get()), liveError.get());
+        }
+        GenerationReport liveDone = liveReport.get();
+        long produced = backlogReport.messages() + liveDone.messages();
+        say("            live traffic done: %s messages in %s; waiting for the stream to consume all %s ...",
+                Formats.count(liveDone.messages()), Formats.duration(liveDone.elapsed()), Formats.count(produced));
+
+        long inTopic;
+        try (KafkaTopics kafka = new KafkaTopics(bootstrap, config.kafkaOptions(), Duration.ofSeconds(10))) {
+            Map<Integer, Long> end = kafka.endOffsets(config.topic());
+            inTopic = kafka.records(config.topic());
+            awaitConsumed(query, config, end);
+        }
+        GracefulStop.stopBetweenBatches(query, StreamCommand.STOP_PATIENCE);
+        job.close();
+        SparkShutdown.unregister(sparkHook);
+        runningQuery = null;
+        checkInterrupted();
+        say("stream      stopped: every record of the topic is committed");
+
+        // The batch layer: recompute the closed days exactly, late records folded in.
+        List<LocalDate> closed = LakehouseFigures.read(spark, lakehouse, 1).closedDays();
+        ReconcileResult reconciled = null;
+        String reconcileFailure = null;
+        if (closed.isEmpty()) {
+            say("reconcile   no closed day yet: nothing to reconcile");
+        } else {
+            say("reconcile   recomputing the closed days %s from raw_events ...", LakehouseFigures.list(closed));
+            try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
+                reconciled = new ReconcileJob(spark, config, ps).run(DaySelection.range(closed.get(0), closed.get(closed.size() - 1)), false);
+            } catch (RuntimeException e) {
+                reconcileFailure = Tidemark.describe(e);
+                say("reconcile   FAILED: %s", reconcileFailure);
+            }
+        }
+
+        // Conservation, over every record the topic holds.
+        say("check       conservation over %s consumed records ...", Formats.count(inTopic));
+        ConservationCheck.Report report = ConservationCheck.check(spark, lakehouse, config.window(), inTopic);
+        LakehouseFigures figures = LakehouseFigures.read(spark, lakehouse, 1);
+        spark.stop();
+
+        summary(System.nanoTime() - t0, backlogReport, liveDone, produced, inTopic, figures, reconciled, reconcileFailure, report,
+                lakehouse, config, home);
+
+        if (broker != null && !keepBroker) {
+            broker.stop();
+            say("broker      stopped");
+        } else {
+            say("broker      still running at %s; stop it with: ./tidemark broker stop --dir %s", bootstrap, show(brokerDir));
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(brokerHook);
+        } catch (IllegalStateException shuttingDown) {
+            // already exiting
+        }
+        return report.holds() && reconcileFailure == null && (keep || inTopic == produced) ? Tidemark.OK : Tidemark.FAILED;
+    }
+
+    private void validate() {
+        if (liveSeconds < 1) {
+            throw new UserError("--live-seconds must be at least 1, got " + liveSeconds);
+        }
+        if (!(rate > 0)) {
+            throw new UserError("--rate must be > 0, got " + rate);
+        }
+        if (backlogEvents < 1) {
+            throw new UserError("--backlog-events must be at least 1, got " + backlogEvents);
+        }
+        if (!(backlogHours > 0) || backlogHours > 24 * 365) {
+            throw new UserError("--backlog-hours must be > 0 and at most a year of hours, got " + backlogHours);
+        }
+        if (partitions < 1) {
+            throw new UserError("--partitions must be at least 1, got " + partitions);
+        }
+    }
+
+    TrafficSpec backlogSpec(String topic, Instant now) {
+        double spanSeconds = backlogHours * 3600;
+        return UserError.check(() -> TrafficSpec.builder()
+                .topic(topic)
+                .ingestMode(IngestMode.BACKLOG)
+                .count(backlogEvents)
+                .ratePerSecond(0)
+                .eventClockStart(now.minusMillis((long) (spanSeconds * 1000)).truncatedTo(java.time.temporal.ChronoUnit.SECONDS))
+                .eventsPerSecondOfEventTime(backlogEvents / spanSeconds)
+                .lateFraction(0.01)
+                .invalidFraction(0.005)
+                .seed(seed)
+                .build());
+    }
+
+    TrafficSpec liveSpec(String topic) {
+        return UserError.check(() -> TrafficSpec.builder()
+                .topic(topic)
+                .ingestMode(IngestMode.LIVE)
+                .ratePerSecond(rate)
+                .duration(Duration.ofSeconds(liveSeconds))
+                .count(null)
+                .lateFraction(0.01)
+                .invalidFraction(0.005)
+                .seed(seed + 1)
+                .build());
+    }
+
+    /** Wipes the demo directory (only one an earlier demo made) unless --keep, and marks it as ours. */
+    private void prepare(Path home, Path brokerDir) throws IOException {
+        if (Files.exists(home) && !Files.isDirectory(home)) {
+            throw new UserError("--dir " + dir + " exists and is not a directory");
+        }
+        boolean exists = Files.isDirectory(home);
+        boolean empty = !exists || isEmpty(home);
+        if (exists && !empty && !Files.exists(home.resolve(MARKER))) {
+            throw new UserError("--dir " + dir + " is not empty and was not made by 'tidemark demo' (no " + MARKER
+                    + " file); choose another --dir or empty it yourself");
+        }
+        if (exists && !empty && !keep) {
+            if (LocalKafkaBroker.stopRunning(brokerDir)) {
+                say("broker      stopped the broker an earlier demo left running in %s", show(brokerDir));
+            }
+            say("wiping      %s (from an earlier demo; --keep keeps it)", show(home));
+            deleteTree(home);
+        } else if (exists && !empty) {
+            say("keeping     %s (--keep): the new records add to the earlier ones", show(home));
+        }
+        Files.createDirectories(home);
+        Files.writeString(home.resolve(MARKER), "made by tidemark demo at " + Instant.now() + "; 'tidemark demo' wipes this directory\n");
+    }
+
+    private static boolean isEmpty(Path d) throws IOException {
+        try (var s = Files.list(d)) {
+            return s.findAny().isEmpty();
+        }
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        Files.walkFileTree(root, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Files.delete(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                if (e != null) {
+                    throw e;
+                }
+                Files.delete(d);
+                return FileVisitResult.CONTINUE;
+            }
+        });
+    }
+
+    private void checkInterrupted() {
+        if (stop.requested()) {
+            throw new Interrupted("interrupted; the tables so far stay in " + show(dir.toAbsolutePath().normalize().resolve("lakehouse"))
+                    + (keepBroker ? "" : ", the broker is stopped"));
+        }
+    }
+
+    private void failIfStopped(StreamingQuery query) {
+        checkInterrupted();
+        if (!query.isActive()) {
+            throw new IllegalStateException("the stream stopped"
+                    + (query.exception().isDefined() ? ": " + Tidemark.describe(query.exception().get()) : ""),
+                    query.exception().isDefined() ? query.exception().get() : null);
+        }
+    }
+
+    /** Waits until the checkpoint has committed every partition up to its end offset. */
+    private void awaitConsumed(StreamingQuery query, TidemarkConfig config, Map<Integer, Long> end) throws InterruptedException {
+        long lastTotal = -1;
+        long lastChange = System.nanoTime();
+        while (true) {
+            failIfStopped(query);
+            Map<Integer, Long> done = StreamCheckpoint.read(config.checkpointUri())
+                    .map(c -> c.topic(config.topic())).orElse(Map.of());
+            boolean all = end.entrySet().stream().allMatch(e -> done.getOrDefault(e.getKey(), 0L) >= e.getValue());
+            if (all) {
+                return;
+            }
+            long total = done.values().stream().mapToLong(Long::longValue).sum();
+            if (total != lastTotal) {
+                lastTotal = total;
+                lastChange = System.nanoTime();
+            } else if (System.nanoTime() - lastChange > STALL_TIMEOUT.toNanos()) {
+                throw new IllegalStateException("the stream consumed nothing for " + Formats.duration(STALL_TIMEOUT)
+                        + "; committed offsets " + done + ", topic end offsets " + end);
+            }
+            Thread.sleep(500);
+        }
+    }
+
+    private void summary(long elapsedNanos, GenerationReport backlog, GenerationReport live, long produced, long inTopic,
+                         LakehouseFigures f, ReconcileResult reconciled, String reconcileFailure, ConservationCheck.Report report,
+                         Lakehouse lakehouse, TidemarkConfig config, Path home) {
+        say("");
+        say("== tidemark demo: summary (%s) ==", Formats.duration(elapsedNanos / 1_000_000));
+        EnumMap<Kind, Long> kinds = new EnumMap<>(Kind.class);
+        for (GenerationReport r : List.of(backlog, live)) {
+            r.countsByKind().forEach((k, n) -> kinds.merge(k, n, Long::sum));
+        }
+        say("produced     %s messages: backlog %s + live %s%s", Formats.count(produced), Formats.count(backlog.messages()),
+                Formats.count(live.messages()), inTopic == produced ? "" : "; the topic holds " + Formats.count(inTopic) + " (--keep: earlier runs too)");
+        say("  valid      %s: on time %s, generated late %s",
+                Formats.count(kinds.get(Kind.ON_TIME) + kinds.get(Kind.LATE)), Formats.count(kinds.get(Kind.ON_TIME)), Formats.count(kinds.get(Kind.LATE)));
+        StringJoiner invalid = new StringJoiner(", ");
+        long invalidTotal = 0;
+        for (Map.Entry<Kind, Long> e : kinds.entrySet()) {
+            if (!e.getKey().isValid() && e.getValue() > 0) {
+                invalid.add(e.getKey().name().toLowerCase(java.util.Locale.ROOT) + " " + Formats.count(e.getValue()));
+                invalidTotal += e.getValue();
+            }
+        }
+        say("  invalid    %s: %s", Formats.count(invalidTotal), invalid);
+        say("tables       raw_events %s (late %s), late_events %s, dead_letter %s, kpi_5m %s rows (%s final)",
+                Formats.count(f.rawEvents()), Formats.count(f.rawLate()), Formats.count(f.lateEvents()), Formats.count(f.deadLetters()),
+                Formats.count(f.kpiRows()), Formats.count(f.kpiFinalRows()));
+        say("  late       %s records arrived after their window had closed: kept in raw_events and late_events, not in the streaming KPIs",
+                Formats.count(f.rawLate()));
+        say("             (the generator delayed %s records by 20-60 min; in the backlog, read %s at a time, the watermark had not passed most of them)",
+                Formats.count(kinds.get(Kind.LATE)), Formats.count(config.maxOffsetsPerTrigger()));
+        f.closingWatermark().ifPresent(wm -> say("watermark    %s; closed days (end <= watermark): %s", Formats.instant(wm),
+                LakehouseFigures.list(f.closedDays())));
+        if (reconcileFailure != null) {
+            say("reconcile    FAILED: %s", reconcileFailure);
+        } else if (reconciled == null || reconciled.days().isEmpty()) {
+            say("reconcile    no closed day to reconcile");
+        } else {
+            for (DayOutcome d : reconciled.days()) {
+                if (d.status() == DayOutcome.Status.NO_DATA) {
+                    say("reconcile    %s: no data", d.day());
+                    continue;
+                }
+                say("reconcile    %s replaced by the truth (source = batch): %s windows, %s changed; records %s -> %s (%s late folded in); "
+                                + "drift %s GB",
+                        d.day(), Formats.count(d.windows()), Formats.count(d.windowsChanged()), Formats.count(d.streamRecords()),
+                        Formats.count(d.batchRecords()), Formats.count(d.lateRecords()), d.gbDrift().stripTrailingZeros().toPlainString());
+            }
+            say("             run %s; details: ./tidemark sql --set lakehouse=%s \"SELECT * FROM reconcile_report WHERE row_kind = 'summary'\"",
+                    reconciled.runId(), show(Path.of(lakehouse.root())));
+        }
+        List<LocalDate> dirty = f.dirtyDays();
+        say("dirty days   %s%s", LakehouseFigures.list(dirty), dirty.isEmpty() ? "" : " (closed days with late records not yet in their KPIs)");
+        for (String line : report.summary().split("\n")) {
+            say("conservation %s", line.replace("conservation: ", ""));
+        }
+        String lh = show(Path.of(lakehouse.root()));
+        String set = "--set lakehouse=" + lh;
+        say("");
+        say("The tables stay in %s. Try:", lh);
+        say("  ./tidemark sql %s \"SELECT event_date, count(*) AS records, count_if(is_late) AS late FROM raw_events GROUP BY 1 ORDER BY 1\"", set);
+        say("  ./tidemark sql %s \"SELECT window_start, cell_site_id, record_count, total_gb, subscribers, is_final FROM kpi_5m "
+                + "ORDER BY window_start DESC, record_count DESC LIMIT 10\"", set);
+        say("  ./tidemark sql %s \"SELECT event_date, count(*) AS late, round(avg(late_by_ms) / 60000, 1) AS avg_late_min FROM late_events GROUP BY 1\"", set);
+        say("  ./tidemark sql %s \"SELECT reason, count(*) FROM dead_letter GROUP BY 1 ORDER BY 2 DESC\"", set);
+        say("  ./tidemark status %s --set stream.checkpoint=%s%s", set, show(home.resolve("checkpoint")),
+                keepBroker ? " --set kafka.bootstrap-servers=" + config.bootstrapServers() : "");
+        say("");
+        say(report.holds() ? "conservation HOLDS: every record is in exactly one place" : "conservation VIOLATED: see the lines above");
+    }
+
+    /** A path as the user would type it: relative to the working directory when under it. */
+    static String show(Path p) {
+        Path cwd = Path.of("").toAbsolutePath();
+        Path abs = p.toAbsolutePath().normalize();
+        return abs.startsWith(cwd) && !abs.equals(cwd) ? "./" + cwd.relativize(abs) : abs.toString();
+    }
+}

@@ -1,0 +1,233 @@
+package io.tidemark.launcher;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import io.tidemark.generate.GenerationReport;
+import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.Progress;
+import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.TidemarkConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code tidemark generate}: realistic traffic, late and malformed records included, to the topic. */
+@Command(name = "generate", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Produce events to the topic: JSON records from cells and subscribers, some out of order, "
+                + "some deliberately late, some invalid. Deterministic for a seed (byte for byte with --backlog-hours).",
+                "With neither --count nor --duration it produces until Ctrl-C."})
+final class GenerateCommand extends TidemarkCommand {
+
+    static final double DEFAULT_RATE = 1000;
+
+    @Option(names = "--rate", paramLabel = "MSG_PER_S",
+            description = "Messages per second; 0 = as fast as possible (default: 1000; unpaced with --backlog-hours).")
+    Double rate;
+
+    @Option(names = "--duration", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Stop after this much wall time, e.g. 60s, 5m.")
+    Duration duration;
+
+    @Option(names = "--count", paramLabel = "N", description = "Stop after N messages.")
+    Long count;
+
+    @Option(names = "--cells", paramLabel = "N", defaultValue = "" + TrafficSpec.DEFAULT_CELLS,
+            description = "Cell sites (default: ${DEFAULT-VALUE}).")
+    int cells;
+
+    @Option(names = "--subscribers", paramLabel = "N", defaultValue = "" + TrafficSpec.DEFAULT_SUBSCRIBERS,
+            description = "Subscribers, Zipf-active (default: ${DEFAULT-VALUE}).")
+    int subscribers;
+
+    @Option(names = "--out-of-order", paramLabel = "DURATION", converter = DurationConverter.class, defaultValue = "2m",
+            description = "On-time events are up to this much older than the event clock (default: ${DEFAULT-VALUE}).")
+    Duration outOfOrder;
+
+    @Option(names = "--late-fraction", paramLabel = "F", defaultValue = "" + TrafficSpec.DEFAULT_LATE_FRACTION,
+            description = "Share of messages that are deliberately late (default: ${DEFAULT-VALUE}).")
+    double lateFraction;
+
+    @Option(names = "--late-delay-min", paramLabel = "DURATION", converter = DurationConverter.class, defaultValue = "20m",
+            description = "Least delay of a late event behind the event clock (default: ${DEFAULT-VALUE}).")
+    Duration lateDelayMin;
+
+    @Option(names = "--late-delay-max", paramLabel = "DURATION", converter = DurationConverter.class, defaultValue = "60m",
+            description = "Greatest delay of a late event behind the event clock (default: ${DEFAULT-VALUE}).")
+    Duration lateDelayMax;
+
+    @Option(names = "--invalid-fraction", paramLabel = "F", defaultValue = "" + TrafficSpec.DEFAULT_INVALID_FRACTION,
+            description = "Share of messages that are invalid, of every kind (default: ${DEFAULT-VALUE}).")
+    double invalidFraction;
+
+    @Option(names = "--seed", paramLabel = "N", defaultValue = "" + TrafficSpec.DEFAULT_SEED,
+            description = "Random seed (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--backlog-hours", paramLabel = "H",
+            description = "Backlog: event times span the last H hours (event clock starts at now - H), sent unpaced unless --rate is given. "
+                    + "Default count 1,000,000.")
+    Double backlogHours;
+
+    @Option(names = "--topic", paramLabel = "NAME", description = "Topic (default: the topic setting).")
+    String topic;
+
+    @Override
+    public Integer call() throws Exception {
+        TidemarkConfig config = config(topic == null ? Map.of() : Map.of(TidemarkConfig.Key.TOPIC.name, topic));
+        TrafficSpec spec = spec(config.topic(), Instant.now());
+        try (KafkaTopics kafka = new KafkaTopics(config.bootstrapServers(), config.kafkaOptions(), Duration.ofSeconds(10))) {
+            if (kafka.partitions(spec.topic()).isEmpty()) {
+                throw new UserError("topic '" + spec.topic() + "' does not exist at " + config.bootstrapServers()
+                        + "; 'tidemark broker start' creates it on a local broker");
+            }
+        }
+        say("generating to %s at %s: %s", spec.topic(), config.bootstrapServers(), describe(spec));
+        KafkaTrafficProducer producer = new KafkaTrafficProducer(config.bootstrapServers(), config.kafkaOptions());
+        CountDownLatch reported = new CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            producer.requestStop();
+            try {
+                reported.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "tidemark-generate-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        ProgressPrinter printer = new ProgressPrinter(out(), System.console() != null);
+        GenerationReport report;
+        try {
+            report = producer.produce(spec, printer);
+            printer.finish();
+            out().print(report.summary());
+            out().flush();
+        } finally {
+            reported.countDown();
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException shuttingDown) {
+            // Ctrl-C: the hook is running and waits for the report printed above
+        }
+        return Tidemark.OK;
+    }
+
+    /** The traffic spec from the flags; bad combinations are user errors. */
+    TrafficSpec spec(String topicName, Instant now) {
+        try {
+            return buildSpec(topicName, now);
+        } catch (UserError e) {
+            throw new UserError(inFlagTerms(e.getMessage()), e);
+        }
+    }
+
+    private TrafficSpec buildSpec(String topicName, Instant now) {
+        return UserError.check(() -> {
+            TrafficSpec.Builder b = TrafficSpec.builder()
+                    .topic(topicName)
+                    .cells(cells)
+                    .subscribers(subscribers)
+                    .outOfOrderSpread(outOfOrder)
+                    .lateFraction(lateFraction)
+                    .lateDelay(lateDelayMin, lateDelayMax)
+                    .invalidFraction(invalidFraction)
+                    .seed(seed)
+                    .duration(duration);
+            if (count != null && count < 1) {
+                throw new IllegalArgumentException("--count must be at least 1, got " + count);
+            }
+            if (backlogHours != null) {
+                if (!(backlogHours > 0) || backlogHours > 24 * 365) {
+                    throw new IllegalArgumentException("--backlog-hours must be > 0 and at most a year of hours, got " + backlogHours);
+                }
+                long n = count != null ? count : TrafficSpec.DEFAULT_COUNT;
+                double spanSeconds = backlogHours * 3600;
+                b.ingestMode(IngestMode.BACKLOG)
+                        .count(n)
+                        .ratePerSecond(rate != null ? rate : 0)
+                        .eventClockStart(now.minusMillis((long) (spanSeconds * 1000)).truncatedTo(ChronoUnit.SECONDS))
+                        .eventsPerSecondOfEventTime(n / spanSeconds);
+            } else {
+                b.ingestMode(IngestMode.LIVE)
+                        .ratePerSecond(rate != null ? rate : DEFAULT_RATE)
+                        .count(count);
+            }
+            return b.build();
+        });
+    }
+
+    private static final Map<String, String> FLAG_OF = Map.of(
+            "lateFraction", "--late-fraction", "invalidFraction", "--invalid-fraction", "outOfOrderSpread", "--out-of-order",
+            "lateDelayMin", "--late-delay-min", "lateDelayMax", "--late-delay-max", "ratePerSecond", "--rate",
+            "cells", "--cells", "subscribers", "--subscribers", "count", "--count", "duration", "--duration");
+
+    /** TrafficSpec's messages name its fields; the user typed flags. */
+    static String inFlagTerms(String message) {
+        String m = message;
+        for (Map.Entry<String, String> e : FLAG_OF.entrySet()) {
+            boolean camel = !e.getKey().equals(e.getKey().toLowerCase(java.util.Locale.ROOT));
+            if (camel) {
+                m = m.replaceAll("\\b" + e.getKey() + "\\b", e.getValue());
+            } else if (m.startsWith(e.getKey() + " ")) {
+                m = e.getValue() + m.substring(e.getKey().length());
+            }
+        }
+        return m;
+    }
+
+    static String describe(TrafficSpec s) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(s.count() != null ? Formats.count(s.count()) + " messages" : "messages");
+        if (s.duration() != null) {
+            sb.append(s.count() != null ? " or " : " for ").append(Formats.duration(s.duration()));
+        } else if (s.count() == null) {
+            sb.append(" until Ctrl-C");
+        }
+        sb.append(s.isPaced() ? " at " + Formats.rate(s.ratePerSecond()) : ", unpaced");
+        if (s.resolvedIngestMode() == IngestMode.BACKLOG) {
+            sb.append(", backlog of event time from ").append(Formats.instant(s.eventClockStart()))
+                    .append(" spanning ").append(Formats.duration(s.backlogSpan()));
+        } else {
+            sb.append(", live event time");
+        }
+        sb.append(String.format(java.util.Locale.ROOT, ", %d cells, %,d subscribers, late %s, invalid %s, seed %d",
+                s.cells(), s.subscribers(), s.lateFraction(), s.invalidFraction(), s.seed()));
+        return sb.toString();
+    }
+
+    /** A progress line a second: rewritten in place on a terminal, one line each otherwise. */
+    static final class ProgressPrinter implements Consumer<Progress> {
+        private final java.io.PrintWriter out;
+        private final boolean terminal;
+        private int lastLength;
+
+        ProgressPrinter(java.io.PrintWriter out, boolean terminal) {
+            this.out = out;
+            this.terminal = terminal;
+        }
+
+        @Override
+        public void accept(Progress p) {
+            String line = p.line();
+            if (terminal) {
+                out.print("\r" + line + " ".repeat(Math.max(0, lastLength - line.length())));
+                lastLength = line.length();
+            } else {
+                out.println(line);
+            }
+            out.flush();
+        }
+
+        void finish() {
+            if (terminal && lastLength > 0) {
+                out.println();
+                out.flush();
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+package io.tidemark.launcher;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.StreamingQueryException;
+
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.stream.StreamingJob;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code tidemark stream}: the speed layer, in this JVM, until stopped or drained. */
+@Command(name = "stream", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Run the speed layer: Kafka to the Delta tables, one line per committed micro-batch.",
+                "Stops gracefully on SIGTERM or Ctrl-C: the running batch finishes first (a second Ctrl-C cuts it short; "
+                        + "it is then replayed from the checkpoint on the next start: exactly once either way)."})
+final class StreamCommand extends TidemarkCommand {
+
+    /** How long a stop request waits for the running batch to finish before cutting it short. */
+    static final java.time.Duration STOP_PATIENCE = java.time.Duration.ofMinutes(3);
+
+    @Option(names = "--available-now", description = "Drain what the topic holds now, then stop.")
+    boolean availableNow;
+
+    @Option(names = "--trigger", paramLabel = "DURATION", description = "Micro-batch interval, e.g. 10s (setting stream.trigger).")
+    String trigger;
+
+    @Option(names = "--starting-offsets", paramLabel = "WHERE",
+            description = "Where a new checkpoint starts: earliest, latest or Spark's JSON offsets (setting stream.starting-offsets).")
+    String startingOffsets;
+
+    @Option(names = "--max-records-per-batch", paramLabel = "N",
+            description = "At most N Kafka records per micro-batch; 0 = unlimited (setting stream.max-offsets-per-trigger).")
+    Long maxRecordsPerBatch;
+
+    @Override
+    public Integer call() throws Exception {
+        Map<String, String> flags = new HashMap<>();
+        flags.put(Key.TRIGGER.name, trigger);
+        flags.put(Key.STARTING_OFFSETS.name, startingOffsets);
+        flags.put(Key.MAX_OFFSETS_PER_TRIGGER.name, maxRecordsPerBatch == null ? null : String.valueOf(maxRecordsPerBatch));
+        TidemarkConfig config = config(flags);
+        say("stream: %s topic %s -> %s (checkpoint %s)", config.bootstrapServers(), config.topic(), config.lakehouseUri(), config.checkpointUri());
+        say("%s, %s, lateness %s, window %s; starting Spark %s ...",
+                availableNow ? "draining what is there (available now)" : "trigger every " + Formats.duration(config.trigger()),
+                config.maxOffsetsPerTrigger() == 0 ? "no batch limit" : "at most " + Formats.count(config.maxOffsetsPerTrigger()) + " records per batch",
+                Formats.duration(config.lateness()), Formats.duration(config.window()), config.sparkMaster());
+        SparkSession spark = SparkSessions.create(config, "tidemark-stream");
+        AtomicLong batches = new AtomicLong();
+        AtomicLong records = new AtomicLong();
+        StreamingJob job = new StreamingJob(spark, config, row -> {
+            ProgressRow progress = new ProgressRow(row);
+            batches.incrementAndGet();
+            records.addAndGet(progress.recordsIn());
+            say(BatchLine.of(progress));
+        });
+        AtomicReference<StreamingQuery> running = new AtomicReference<>();
+        GracefulStop stop = GracefulStop.install(() -> {
+            StreamingQuery q = running.get();
+            if (q == null) {
+                System.exit(130); // still starting: nothing to finish
+            }
+            say("stopping after the current batch (Ctrl-C again stops at once; that batch is then replayed from the checkpoint) ...");
+            GracefulStop.stopBetweenBatches(q, STOP_PATIENCE);
+        });
+        StreamingQuery query = job.start(availableNow);
+        running.set(query);
+        // Any other way the JVM goes down: stop the query before Spark stops its context.
+        Object hook = SparkShutdown.register(() -> {
+            if (query.isActive()) {
+                try {
+                    query.stop();
+                } catch (Exception e) {
+                    // stopping anyway
+                }
+            }
+        });
+        say("stream running (query %s)%s", query.id(), availableNow ? "" : "; Ctrl-C or SIGTERM stops it");
+        try {
+            query.awaitTermination();
+        } catch (StreamingQueryException e) {
+            if (!stop.requested()) {
+                throw new IllegalStateException("the streaming query failed: " + Tidemark.firstLine(e.getMessage()),
+                        e.getCause() != null ? e.getCause() : e);
+            }
+        }
+        SparkShutdown.unregister(hook);
+        job.close();
+        say("stream %s: %s batches, %s records", stop.requested() ? "stopped" : "done", Formats.count(batches.get()),
+                Formats.count(records.get()));
+        spark.stop();
+        return Tidemark.OK;
+    }
+}

@@ -1,0 +1,313 @@
+package io.tidemark.launcher;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TimeZone;
+import java.util.concurrent.Callable;
+
+import io.tidemark.broker.BrokerException;
+import io.tidemark.lakehouse.TidemarkConfig;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Spec;
+
+/**
+ * The {@code tidemark} command: one launcher for the whole system (SPEC.md, "Commands").
+ *
+ * <p>Exit codes: 0 success, 1 failure, 2 bad input (one line on stderr naming the command and what
+ * was wrong). Settings come from the defaults, the config file, {@code TIDEMARK_*} environment
+ * variables, then {@code --set key=value}, then the subcommand's own flags.
+ */
+@Command(name = "tidemark",
+        mixinStandardHelpOptions = true,
+        versionProvider = Tidemark.Version.class,
+        description = "Event-time KPIs from Kafka: streaming for speed, batch for truth.",
+        subcommands = {
+                DemoCommand.class,
+                BrokerCommand.class,
+                GenerateCommand.class,
+                StreamCommand.class,
+                ReconcileCommand.class,
+                StatusCommand.class,
+                SqlCommand.class,
+        })
+public final class Tidemark implements Callable<Integer> {
+
+    public static final int OK = 0;
+    public static final int FAILED = 1;
+    public static final int BAD_INPUT = 2;
+    /** Stopped by Ctrl-C or SIGTERM before it was done (128 + SIGINT, as shells report it). */
+    public static final int INTERRUPTED = 130;
+
+    @Mixin
+    SettingsOptions settings = new SettingsOptions();
+
+    @Spec
+    CommandSpec spec;
+
+    private final Map<String, String> env;
+
+    public Tidemark() {
+        this(System.getenv());
+    }
+
+    public Tidemark(Map<String, String> env) {
+        this.env = env;
+    }
+
+    @Override
+    public Integer call() {
+        throw new UserError("a command is required: " + String.join(", ", spec.subcommands().keySet())
+                + " (see 'tidemark --help')");
+    }
+
+    /**
+     * The configuration: defaults, file, environment, {@code --set}, then {@code flags} (the
+     * subcommand's own flags, already as dotted keys). Bad input becomes a {@link UserError}.
+     */
+    TidemarkConfig config(Map<String, String> flags) {
+        return config(List.of(settings), flags);
+    }
+
+    /** As {@link #config(Map)}, with the --config/--set of each command from the root down (later wins). */
+    TidemarkConfig config(List<SettingsOptions> chain, Map<String, String> flags) {
+        return UserError.check(() -> {
+            Path configFile = null;
+            List<String> overrides = new ArrayList<>();
+            for (SettingsOptions s : chain) {
+                if (s.configFile != null) {
+                    configFile = s.configFile;
+                }
+                overrides.addAll(s.overrides);
+            }
+            TidemarkConfig.Builder b = TidemarkConfig.load(configFile, env);
+            for (String o : overrides) {
+                int eq = o.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("--set expects KEY=VALUE, got '" + o + "'");
+                }
+                b.set(o.substring(0, eq).trim(), o.substring(eq + 1).trim());
+            }
+            flags.forEach((k, v) -> {
+                if (v != null) {
+                    b.set(k, v);
+                }
+            });
+            return b.build();
+        });
+    }
+
+    Map<String, String> env() {
+        return env;
+    }
+
+    /** A command line with Tidemark's exit codes and error reporting, writing to the given streams. */
+    public static CommandLine commandLine(Map<String, String> env, PrintWriter out, PrintWriter err) {
+        CommandLine cl = new CommandLine(new Tidemark(env));
+        cl.setOut(out);
+        cl.setErr(err);
+        cl.setCaseInsensitiveEnumValuesAllowed(true);
+        cl.getCommandSpec().usageMessage().footerHeading("%nSettings, with their defaults: --set KEY=VALUE, a line KEY=VALUE in the --config file, or the%n"
+                        + "environment variable TIDEMARK_<KEY> (upper case, dots and dashes as underscores):%n")
+                .footer(settingsHelp().replace("%", "%%"));
+        for (CommandLine sub : allSubcommands(cl)) {
+            sub.getCommandSpec().usageMessage().footer(
+                    "%nSettings are read from --config FILE, TIDEMARK_* variables and --set KEY=VALUE; 'tidemark --help' lists them.");
+        }
+        cl.setParameterExceptionHandler((ex, args) -> {
+            CommandLine c = ex.getCommandLine();
+            c.getErr().println(c.getCommandSpec().qualifiedName() + ": " + firstLine(ex.getMessage())
+                    + " (see '" + c.getCommandSpec().qualifiedName() + " --help')");
+            c.getErr().flush();
+            return BAD_INPUT;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
+            String name = c.getCommandSpec().qualifiedName();
+            if (ex instanceof Interrupted) {
+                c.getErr().println(name + ": " + ex.getMessage());
+                c.getErr().flush();
+                return INTERRUPTED;
+            }
+            if (isBadInput(ex)) {
+                c.getErr().println(name + ": " + firstLine(ex.getMessage()));
+                c.getErr().flush();
+                return BAD_INPUT;
+            }
+            c.getErr().println(name + ": failed: " + describe(ex));
+            if (env.get("TIDEMARK_DEBUG") != null) {
+                ex.printStackTrace(c.getErr());
+            } else {
+                c.getErr().println("(set TIDEMARK_DEBUG=1 for the stack trace)");
+            }
+            c.getErr().flush();
+            return FAILED;
+        });
+        return cl;
+    }
+
+    /** Every setting with its default and doc, wrapped for an 80-column terminal. */
+    static String settingsHelp() {
+        StringBuilder sb = new StringBuilder();
+        for (TidemarkConfig.Key k : TidemarkConfig.Key.values()) {
+            sb.append("  ").append(k.name).append(" = ").append(k.defaultValue).append('\n');
+            wrap(sb, k.doc);
+        }
+        sb.append("  ").append(TidemarkConfig.KAFKA_OPTION_PREFIX).append("<name>\n");
+        wrap(sb, "Passed to the Kafka clients unchanged, e.g. kafka.option.security.protocol=SSL.");
+        return sb.toString();
+    }
+
+    private static void wrap(StringBuilder sb, String text) {
+        StringBuilder line = new StringBuilder("      ");
+        for (String word : text.split(" ")) {
+            if (line.length() + word.length() > 78 && line.length() > 6) {
+                sb.append(line.toString().stripTrailing()).append('\n');
+                line = new StringBuilder("      ");
+            }
+            line.append(word).append(' ');
+        }
+        sb.append(line.toString().stripTrailing()).append('\n');
+    }
+
+    private static List<CommandLine> allSubcommands(CommandLine cl) {
+        List<CommandLine> all = new ArrayList<>();
+        for (CommandLine sub : cl.getSubcommands().values()) {
+            all.add(sub);
+            all.addAll(allSubcommands(sub));
+        }
+        return all;
+    }
+
+    static boolean isBadInput(Throwable ex) {
+        if (ex instanceof UserError) {
+            return true;
+        }
+        if (ex instanceof BrokerException b) {
+            return switch (b.reason()) {
+                case CLASSPATH_MISSING, PORT_IN_USE, ALREADY_RUNNING -> true;
+                default -> false;
+            };
+        }
+        return false;
+    }
+
+    /** The first non-blank line of a message. */
+    static String firstLine(String message) {
+        if (message == null) {
+            return "";
+        }
+        for (String line : message.split("\\R")) {
+            if (!line.isBlank()) {
+                return line.trim();
+            }
+        }
+        return "";
+    }
+
+    /** The message of the exception and its causes, without repeating a cause already quoted. */
+    static String describe(Throwable ex) {
+        StringBuilder sb = new StringBuilder();
+        Throwable t = ex;
+        int depth = 0;
+        while (t != null && depth < 4) {
+            String m = t.getMessage() == null ? t.getClass().getSimpleName() : firstLine(t.getMessage());
+            // Spark quotes a cause's message in its own: skip a cause already (mostly) said.
+            String gist = m.length() > 80 ? m.substring(0, 80) : m;
+            if (sb.indexOf(gist) < 0) {
+                if (sb.length() > 0) {
+                    sb.append(" <- ");
+                }
+                sb.append(m.length() > 400 ? m.substring(0, 400) + "..." : m);
+            }
+            t = t.getCause() == t ? null : t.getCause();
+            depth++;
+        }
+        return sb.toString();
+    }
+
+    /** Runs a command line; returns the exit code. */
+    public static int run(String[] args, Map<String, String> env, PrintWriter out, PrintWriter err) {
+        int code;
+        try {
+            code = commandLine(env, out, err).execute(args);
+        } catch (LinkageError e) {
+            // picocli passes Errors through: a class missing or changed under the running JVM.
+            err.println("tidemark: failed: " + describe(e) + " (the build changed while this ran? run it again)");
+            code = FAILED;
+        }
+        out.flush();
+        err.flush();
+        return code;
+    }
+
+    public static void main(String[] args) {
+        // SPEC.md: all times are UTC; this also makes java.sql.Timestamp print in UTC.
+        TimeZone.setDefault(TimeZone.getTimeZone("UTC"));
+        // Keep Spark's catalog directory out of the user's working directory.
+        if (System.getProperty("spark.sql.warehouse.dir") == null) {
+            System.setProperty("spark.sql.warehouse.dir",
+                    Path.of(System.getProperty("java.io.tmpdir"), "tidemark-spark-warehouse-" + System.getProperty("user.name")).toString());
+        }
+        quietKnownNoise();
+        int code = run(args, System.getenv(), new PrintWriter(System.out, true), new PrintWriter(System.err, true));
+        System.exit(code);
+    }
+
+    /**
+     * Lines a healthy run would print otherwise: warnings Spark logs on every stream (plan
+     * truncation, large tasks, cancelling an idle job group) and a Java-version notice that Spark's
+     * shaded DataSketches writes straight to stderr the first time a sketch is used. Best effort.
+     */
+    static void quietKnownNoise() {
+        try {
+            for (String logger : List.of("org.apache.spark.util.SparkStringUtils",
+                    // "task of very large size": the stream's KPI MERGE ships its batch aggregate with the task
+                    "org.apache.spark.scheduler.TaskSetManager",
+                    // "Failed to cancel job group": stopping a query between batches
+                    "org.apache.spark.scheduler.DAGScheduler",
+                    // "Namespace tidemark was created concurrently": registering the tables a second time in one session
+                    "org.apache.spark.sql.execution.datasources.v2.CreateNamespaceExec")) {
+                org.apache.logging.log4j.core.config.Configurator.setLevel(logger, org.apache.logging.log4j.Level.ERROR);
+            }
+        } catch (Throwable e) {
+            // logging as configured
+        }
+        java.io.PrintStream err = System.err;
+        try {
+            System.setErr(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
+            java.lang.reflect.Field printed = Class.forName("org.apache.datasketches.memory.internal.ResourceImpl")
+                    .getDeclaredField("JAVA_VERSION_WARNING_PRINTED");
+            printed.setAccessible(true);
+            ((java.util.concurrent.atomic.AtomicBoolean) printed.get(null)).set(true);
+        } catch (Throwable e) {
+            // the notice may appear once
+        } finally {
+            System.setErr(err);
+        }
+    }
+
+    /** Versions from the build. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            Properties p = new Properties();
+            try (InputStream in = Tidemark.class.getResourceAsStream("/tidemark-launcher.properties")) {
+                if (in != null) {
+                    p.load(in);
+                }
+            } catch (IOException e) {
+                // unknown version
+            }
+            return new String[] {"tidemark " + p.getProperty("version", "(unknown version)")
+                    + " (Spark " + p.getProperty("spark.version", "?") + ", Delta " + p.getProperty("delta.version", "?") + ")"};
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package io.tidemark.launcher;
+
+import java.io.PrintWriter;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+import io.tidemark.lakehouse.TidemarkConfig;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Spec;
+
+/** What every subcommand shares: its output stream and the configuration of the root command. */
+abstract class TidemarkCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    SettingsOptions settings = new SettingsOptions();
+
+    PrintWriter out() {
+        return spec.commandLine().getOut();
+    }
+
+    PrintWriter err() {
+        return spec.commandLine().getErr();
+    }
+
+    Tidemark root() {
+        return (Tidemark) spec.root().userObject();
+    }
+
+    /** Settings with this command's own flags (dotted keys, null = not given) applied last. */
+    TidemarkConfig config(Map<String, String> flags) {
+        java.util.LinkedList<SettingsOptions> chain = new java.util.LinkedList<>();
+        for (CommandSpec s = spec; s != null; s = s.parent()) {
+            if (s.userObject() instanceof TidemarkCommand c) {
+                chain.addFirst(c.settings);
+            } else if (s.userObject() instanceof Tidemark t) {
+                chain.addFirst(t.settings);
+            }
+        }
+        return root().config(chain, flags);
+    }
+
+    TidemarkConfig config() {
+        return config(Map.of());
+    }
+
+    /** A progress line, flushed at once (commands run for minutes). */
+    void say(String format, Object... args) {
+        out().println(args.length == 0 ? format : String.format(java.util.Locale.ROOT, format, args));
+        out().flush();
+    }
+}
