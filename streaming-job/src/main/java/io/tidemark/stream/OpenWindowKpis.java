@@ -85,7 +85,9 @@ final class OpenWindowKpis {
                 .select("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscriber_sketch", "updated_at");
         Dataset<Row> batch = spark.createDataFrame(partials, aggregated.schema())
                 .select("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscriber_sketch", "updated_at");
-        Dataset<Row> rows = current.unionByName(batch)
+        // The rows are few (open windows x cells): merge them in one small job and write them from the
+        // driver, so the range split below samples a local relation instead of re-running the read.
+        Dataset<Row> merged = current.unionByName(batch)
                 .groupBy("event_date", "window_start", "window_end", "cell_site_id")
                 .agg(sum("record_count").as("record_count"),
                         sum("total_gb").cast(KpiComputation.VOLUME_TYPE).as("total_gb"),
@@ -94,7 +96,8 @@ final class OpenWindowKpis {
                 .select(col("window_start"), col("window_end"), col("cell_site_id"), col("record_count"), col("total_gb"),
                         expr("hll_sketch_estimate(subscriber_sketch)").as("subscribers"), col("subscriber_sketch"),
                         expr("unix_micros(window_end) <= " + nextUs + "L").as("is_final"),
-                        lit("stream").as("source"), col("updated_at"), lit(entry.batchId()).as("stream_batch_id"), col("event_date"))
+                        lit("stream").as("source"), col("updated_at"), lit(entry.batchId()).as("stream_batch_id"), col("event_date"));
+        Dataset<Row> rows = spark.createDataFrame(merged.collectAsList(), merged.schema())
                 // one range partition per is_final value: final rows and open rows never share a file
                 .repartitionByRange(2, col("is_final"));
         rows.write().format("delta").mode("overwrite")
