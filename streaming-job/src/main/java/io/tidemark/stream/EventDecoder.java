@@ -89,6 +89,9 @@ public final class EventDecoder implements Serializable {
         boolean hasVolume = false;
         try (JsonParser p = json.createParser(value)) {
             JsonToken first = p.nextToken();
+            if (first == null) {
+                return out.invalid(InvalidReason.EMPTY, "message holds only whitespace");
+            }
             if (first != JsonToken.START_OBJECT) {
                 return out.invalid(InvalidReason.NOT_AN_OBJECT, "top-level JSON value is " + describe(first) + ", not an object");
             }

@@ -2,7 +2,7 @@ package io.tidemark.stream;
 
 /** Why a message went to {@code dead_letter}. The codes are part of the contract: analysts filter on them. */
 public enum InvalidReason {
-    /** No bytes at all (or a tombstone). */
+    /** No bytes at all, only whitespace, or a tombstone. */
     EMPTY,
     /** Larger than {@code max-message-bytes}. */
     OVERSIZED,

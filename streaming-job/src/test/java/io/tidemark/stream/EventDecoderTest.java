@@ -80,6 +80,7 @@ class EventDecoderTest {
     void emptyOversizedAndInvalidUtf8() {
         assertThat(decoder.decode(null, INGEST).reason).isEqualTo(InvalidReason.EMPTY);
         assertThat(decoder.decode(new byte[0], INGEST).reason).isEqualTo(InvalidReason.EMPTY);
+        assertThat(decoder.decode(" \r\n\t".getBytes(StandardCharsets.UTF_8), INGEST).reason).isEqualTo(InvalidReason.EMPTY);
         assertThat(decoder.decode(new byte[1025], INGEST).reason).isEqualTo(InvalidReason.OVERSIZED);
         byte[] bad = "{\"subscriber_id\":\"s\u00e9\"}".getBytes(StandardCharsets.UTF_8);
         bad[bad.length - 3] = (byte) 0xC3; // lead byte followed by '"': not UTF-8
