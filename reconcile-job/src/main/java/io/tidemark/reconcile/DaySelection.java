@@ -1,0 +1,109 @@
+package io.tidemark.reconcile;
+
+import java.time.LocalDate;
+import java.time.format.DateTimeParseException;
+import java.util.Objects;
+
+/**
+ * Which closed days a reconcile run recomputes: an explicit range, the most recent N closed days, or
+ * the dirty ones. Immutable; the factories validate, so an instance is always a sensible request
+ * (whether its days are closed is decided against the stream's watermark when the run starts).
+ */
+public final class DaySelection {
+
+    /** The three ways to select days. */
+    public enum Kind { RANGE, RECENT, DIRTY }
+
+    private final Kind kind;
+    private final LocalDate from;
+    private final LocalDate to;
+    private final int recentDays;
+
+    private DaySelection(Kind kind, LocalDate from, LocalDate to, int recentDays) {
+        this.kind = kind;
+        this.from = from;
+        this.to = to;
+        this.recentDays = recentDays;
+    }
+
+    /** Days {@code from} through {@code to}, both included. Every one of them must be closed. */
+    public static DaySelection range(LocalDate from, LocalDate to) {
+        Objects.requireNonNull(from, "from");
+        Objects.requireNonNull(to, "to");
+        if (from.isAfter(to)) {
+            throw new ReconcileRefusedException("--from " + from + " is after --to " + to + "; give the earlier day first");
+        }
+        return new DaySelection(Kind.RANGE, from, to, 0);
+    }
+
+    /** One day. */
+    public static DaySelection day(LocalDate day) {
+        return range(day, day);
+    }
+
+    /** The {@code n} most recent closed days, whether they hold data or not. */
+    public static DaySelection recent(int n) {
+        if (n < 1) {
+            throw new ReconcileRefusedException("--recent " + n + ": the number of days must be at least 1");
+        }
+        return new DaySelection(Kind.RECENT, null, null, n);
+    }
+
+    /**
+     * Closed days whose raw record count differs from the records counted in their KPI rows: days that
+     * received late records since they were last reconciled (raw_events keeps late records, the
+     * stream's KPIs leave them out) or were never reconciled and had late records. A reconciled day
+     * balances.
+     */
+    public static DaySelection dirty() {
+        return new DaySelection(Kind.DIRTY, null, null, 0);
+    }
+
+    /** Parses a UTC day as {@code yyyy-MM-dd}, refusing anything else with the option's name in the message. */
+    public static LocalDate parseDay(String option, String text) {
+        try {
+            return LocalDate.parse(text.trim());
+        } catch (DateTimeParseException | NullPointerException e) {
+            throw new ReconcileRefusedException(option + " '" + text + "' is not a day; write it as yyyy-MM-dd, e.g. 2026-11-27");
+        }
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    /** First day of a range; null for the other kinds. */
+    public LocalDate from() {
+        return from;
+    }
+
+    /** Last day of a range; null for the other kinds. */
+    public LocalDate to() {
+        return to;
+    }
+
+    /** N of {@link #recent(int)}; 0 for the other kinds. */
+    public int recentDays() {
+        return recentDays;
+    }
+
+    @Override
+    public String toString() {
+        return switch (kind) {
+            case RANGE -> from.equals(to) ? "day " + from : "days " + from + " to " + to;
+            case RECENT -> "the " + (recentDays == 1 ? "most recent closed day" : recentDays + " most recent closed days");
+            case DIRTY -> "dirty days";
+        };
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof DaySelection s && s.kind == kind && Objects.equals(s.from, from) && Objects.equals(s.to, to)
+                && s.recentDays == recentDays;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(kind, from, to, recentDays);
+    }
+}

@@ -1,0 +1,107 @@
+package io.tidemark.reconcile;
+
+import java.time.LocalDate;
+import java.util.Map;
+
+import io.tidemark.lakehouse.TidemarkConfig;
+
+/**
+ * The command line of {@link ReconcileJob#main}: {@code --from D --to D}, {@code --recent N},
+ * {@code --dirty}, {@code --dry-run}, {@code --help}, and {@code key=value} settings (see
+ * {@link TidemarkConfig.Key}). Options also take the {@code --option=value} form. Bad input is
+ * refused with a {@link ReconcileRefusedException} (or the configuration's own
+ * {@link IllegalArgumentException}) whose message is one line.
+ */
+public record ReconcileArguments(TidemarkConfig config, DaySelection selection, boolean dryRun, boolean help) {
+
+    public static final String USAGE = """
+            Usage: spark-submit --class io.tidemark.reconcile.ReconcileJob tidemark-spark-jobs.jar [selection] [--dry-run] [key=value ...]
+            Recompute closed days from raw_events, replace their kpi_5m partitions atomically and report the drift.
+              --from yyyy-MM-dd --to yyyy-MM-dd   these days, both included; every one must be closed
+              --recent N                          the N most recent closed days (default: reconcile.recent-days)
+              --dirty                             closed days whose raw record count differs from their KPIs
+              --dry-run                           compute and print the drift, write nothing
+              key=value                           a setting, e.g. lakehouse=/data/lakehouse; settings:
+            """;
+
+    /** Parses {@code args} over the defaults, the config file and {@code env}. */
+    public static ReconcileArguments parse(String[] args, Map<String, String> env) {
+        TidemarkConfig.Builder settings = TidemarkConfig.load(null, env);
+        LocalDate from = null;
+        LocalDate to = null;
+        Integer recent = null;
+        boolean dirty = false;
+        boolean dryRun = false;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            String name = a;
+            String value = null;
+            if (a.startsWith("--") && a.indexOf('=') > 0) {
+                name = a.substring(0, a.indexOf('='));
+                value = a.substring(a.indexOf('=') + 1);
+            }
+            switch (name) {
+                case "--help", "-h" -> {
+                    return new ReconcileArguments(settings.build(), null, false, true);
+                }
+                case "--dry-run" -> dryRun = true;
+                case "--dirty" -> dirty = true;
+                case "--from" -> {
+                    if (value == null) value = next(args, ++i, name);
+                    from = DaySelection.parseDay(name, value);
+                }
+                case "--to" -> {
+                    if (value == null) value = next(args, ++i, name);
+                    to = DaySelection.parseDay(name, value);
+                }
+                case "--recent" -> {
+                    if (value == null) value = next(args, ++i, name);
+                    try {
+                        recent = Integer.parseInt(value.trim());
+                    } catch (NumberFormatException e) {
+                        throw new ReconcileRefusedException("--recent '" + value + "' is not a whole number of days");
+                    }
+                }
+                default -> {
+                    int eq = a.indexOf('=');
+                    if (a.startsWith("-") || eq <= 0) {
+                        throw new ReconcileRefusedException("argument '" + a + "' is neither an option (--from, --to, --recent, --dirty, "
+                                + "--dry-run, --help) nor a key=value setting");
+                    }
+                    settings.set(a.substring(0, eq), a.substring(eq + 1));
+                }
+            }
+        }
+        int modes = (from != null || to != null ? 1 : 0) + (recent != null ? 1 : 0) + (dirty ? 1 : 0);
+        if (modes > 1) {
+            throw new ReconcileRefusedException("choose one selection: --from/--to, --recent N or --dirty");
+        }
+        if ((from == null) != (to == null)) {
+            throw new ReconcileRefusedException(from == null ? "--to " + to + " needs --from (for one day give the same date to both)"
+                    : "--from " + from + " needs --to (for one day give the same date to both)");
+        }
+        TidemarkConfig config = settings.build();
+        DaySelection selection;
+        if (from != null) {
+            selection = DaySelection.range(from, to);
+        } else if (recent != null) {
+            selection = DaySelection.recent(recent);
+        } else if (dirty) {
+            selection = DaySelection.dirty();
+        } else {
+            selection = DaySelection.recent(config.reconcileRecentDays());
+        }
+        return new ReconcileArguments(config, selection, dryRun, false);
+    }
+
+    private static String next(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new ReconcileRefusedException(option + " needs a value");
+        }
+        return args[i];
+    }
+
+    public static String usage() {
+        return USAGE + TidemarkConfig.describeKeys();
+    }
+}

@@ -1,0 +1,320 @@
+package io.tidemark.reconcile;
+
+import static org.apache.spark.sql.functions.coalesce;
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.expr;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.sum;
+import static org.apache.spark.sql.functions.when;
+
+import java.io.PrintStream;
+import java.math.BigDecimal;
+import java.sql.Date;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NavigableMap;
+import java.util.UUID;
+
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.storage.StorageLevel;
+
+import io.delta.tables.DeltaTable;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
+
+/**
+ * The batch layer: recomputes closed days from {@code raw_events}, exactly and with late records
+ * folded in, replaces each day's {@code kpi_5m} partition in one Delta commit and reports the drift
+ * between the replaced rows and the truth in {@code reconcile_report}.
+ *
+ * <p>Days are processed one after the other. Per day: the raw log is read at a pinned version, the
+ * truth ({@link TruthKpis#of}) is compared with the current KPI rows, the report rows are appended,
+ * then the day is replaced with {@code replaceWhere event_date = D}: a run killed at any point
+ * leaves each day wholly old or wholly new, and a re-run over the same raw log writes the same rows.
+ * The stream may run meanwhile: it never writes a closed day, and a commit that still loses a race
+ * is rebuilt and re-run ({@link CommitRetry}).
+ *
+ * <p>Runs under {@code spark-submit --class io.tidemark.reconcile.ReconcileJob} (see
+ * {@link ReconcileArguments}) or through {@code tidemark reconcile}.
+ */
+public final class ReconcileJob {
+
+    private static final DateTimeFormatter RUN_ID_TIME = DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
+
+    private final SparkSession spark;
+    private final TidemarkConfig config;
+    private final Lakehouse lakehouse;
+    private final PrintStream out;
+    private final CommitRetry retry;
+    private boolean registered;
+
+    public ReconcileJob(SparkSession spark, TidemarkConfig config) {
+        this(spark, config, System.out);
+    }
+
+    /** @param out where the per-day progress lines and the final summary go */
+    public ReconcileJob(SparkSession spark, TidemarkConfig config, PrintStream out) {
+        this(spark, config, out, CommitRetry.defaults());
+    }
+
+    public ReconcileJob(SparkSession spark, TidemarkConfig config, PrintStream out, CommitRetry retry) {
+        this.spark = spark;
+        this.config = config;
+        this.lakehouse = Lakehouse.of(config);
+        this.out = out;
+        this.retry = retry;
+    }
+
+    /** The closed days, from the stream's current watermark. */
+    public ClosedDays closedDays() {
+        ensureTables();
+        return ClosedDays.load(spark, lakehouse);
+    }
+
+    /** The closed days whose raw record count differs from their KPIs, oldest first. */
+    public List<LocalDate> dirtyDays() {
+        ClosedDays closed = closedDays();
+        return DayBalance.dirtyDays(DayBalance.load(spark, lakehouse, null, null), closed);
+    }
+
+    /**
+     * Reconciles the selected days, one after the other.
+     *
+     * @param dryRun compute and print the drift, write nothing
+     * @throws ReconcileRefusedException a selected day is not closed; nothing was written
+     * @throws ReconcileFailedException  a day could not be replaced; earlier days of the run are done
+     */
+    public ReconcileResult run(DaySelection selection, boolean dryRun) {
+        ensureTables();
+        Instant started = Instant.now();
+        String runId = "reconcile-" + RUN_ID_TIME.format(started) + "-" + UUID.randomUUID().toString().substring(0, 8);
+        ClosedDays closed = ClosedDays.load(spark, lakehouse);
+        List<LocalDate> days;
+        NavigableMap<LocalDate, DayBalance> balances;
+        switch (selection.kind()) {
+            case RANGE -> {
+                for (LocalDate d = selection.from(); !d.isAfter(selection.to()); d = d.plusDays(1)) {
+                    closed.requireClosed(d);
+                }
+                days = selection.from().datesUntil(selection.to().plusDays(1)).toList();
+                balances = DayBalance.load(spark, lakehouse, selection.from(), selection.to());
+            }
+            case RECENT -> {
+                days = closed.mostRecent(selection.recentDays());
+                balances = days.isEmpty() ? java.util.Collections.emptyNavigableMap()
+                        : DayBalance.load(spark, lakehouse, days.get(0), days.get(days.size() - 1));
+            }
+            case DIRTY -> {
+                balances = DayBalance.load(spark, lakehouse, null, null);
+                days = DayBalance.dirtyDays(balances, closed);
+            }
+            default -> throw new IllegalStateException(selection.kind().toString());
+        }
+        out.println("reconcile " + runId + ": " + selection + " -> " + describe(days) + " (" + closed + ")"
+                + (dryRun ? "; dry run: nothing will be written" : ""));
+        List<DayOutcome> outcomes = new ArrayList<>();
+        Timestamp runStartedAt = Timestamp.from(started);
+        // The raw log is read at one pinned version for the whole run, so a day's truth, report and
+        // overwrite agree even if a late record of that day lands meanwhile (it then leaves the day
+        // dirty for the next --dirty run).
+        long rawVersion = days.isEmpty() ? -1
+                : DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history(1).select("version").first().getLong(0);
+        for (int i = 0; i < days.size(); i++) {
+            LocalDate day = days.get(i);
+            DayOutcome o = reconcileDay(day, balances.get(day), rawVersion, runId, runStartedAt, dryRun);
+            outcomes.add(o);
+            out.println(progressLine(o, i + 1, days.size()));
+            out.flush();
+        }
+        ReconcileResult result = new ReconcileResult(runId, started, closed.watermark(), selection, dryRun, outcomes);
+        out.println();
+        out.print(result.summaryTable());
+        out.flush();
+        return result;
+    }
+
+    private DayOutcome reconcileDay(LocalDate day, DayBalance balance, long rawVersion, String runId, Timestamp runStartedAt,
+                                    boolean dryRun) {
+        long t0 = System.currentTimeMillis();
+        if (balance == null || balance.rawRecords() == 0) {
+            return DayOutcome.noData(day, balance == null ? 0 : balance.kpiRecords(), System.currentTimeMillis() - t0);
+        }
+        Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
+        Dataset<Row> raw = spark.read().format("delta").option("versionAsOf", rawVersion).load(lakehouse.path(Table.RAW_EVENTS)).filter(ofDay);
+        Dataset<Row> truth = TruthKpis.of(raw, config.window()).persist(StorageLevel.MEMORY_AND_DISK());
+        Dataset<Row> current = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).filter(ofDay);
+        Dataset<Row> comparison = TruthKpis.compare(current, truth, TruthKpis.lateByWindow(raw, config.window()))
+                .persist(StorageLevel.MEMORY_AND_DISK());
+        try {
+            // One pass for the day's figures; it also fills the caches the report and the overwrite read.
+            Row f = comparison.agg(
+                            count(when(col("in_truth"), 1)).as("windows"),
+                            count(when(col("changed"), 1)).as("windows_changed"),
+                            coalesce(sum("batch_count"), lit(0L)).as("batch_count"),
+                            sum("batch_gb").as("batch_gb"),
+                            coalesce(sum("stream_count"), lit(0L)).as("stream_count"),
+                            sum("stream_gb").as("stream_gb"),
+                            coalesce(sum("late_records"), lit(0L)).as("late_records"),
+                            coalesce(expr("hll_sketch_estimate(hll_union_agg(stream_sketch))"), lit(0L)).as("stream_subscribers"),
+                            coalesce(expr("hll_sketch_estimate(hll_union_agg(batch_sketch))"), lit(0L)).as("batch_subscribers"))
+                    .first();
+            long windows = f.getLong(f.fieldIndex("windows"));
+            long batchCount = f.getLong(f.fieldIndex("batch_count"));
+            BigDecimal batchGb = decimal(f, "batch_gb");
+            long streamCount = f.getLong(f.fieldIndex("stream_count"));
+            BigDecimal streamGb = decimal(f, "stream_gb");
+            long streamSubscribers = f.getLong(f.fieldIndex("stream_subscribers"));
+            long batchSubscribers = f.getLong(f.fieldIndex("batch_subscribers"));
+            long late = f.getLong(f.fieldIndex("late_records"));
+            long changed = f.getLong(f.fieldIndex("windows_changed"));
+            BigDecimal gbDrift = batchGb.subtract(streamGb);
+            Double gbDriftRel = batchGb.signum() == 0 ? null : gbDrift.doubleValue() / batchGb.doubleValue();
+
+            int attempts = 0;
+            if (!dryRun) {
+                Row summary = RowFactory.create(runId, runStartedAt, "summary", null, null, null, streamCount, batchCount, streamGb, batchGb,
+                        gbDrift, gbDriftRel, streamSubscribers, batchSubscribers, batchSubscribers - streamSubscribers,
+                        batchSubscribers == 0 ? null : (double) (batchSubscribers - streamSubscribers) / batchSubscribers,
+                        late, changed, Date.valueOf(day));
+                StructType reportSchema = reportSchema();
+                Dataset<Row> report = reportRows(TruthKpis.windowDrift(comparison), reportSchema, runId, runStartedAt, day)
+                        .union(spark.createDataFrame(List.of(summary), reportSchema));
+                retry.run(day, "appending the drift report", () -> report.write().format("delta").mode("append")
+                        .option("userMetadata", "tidemark " + runId + " " + day)
+                        .save(lakehouse.path(Table.RECONCILE_REPORT)));
+                attempts = retry.run(day, "replacing the KPI rows", () -> asTable(truth, Table.KPI_5M)
+                        .write().format("delta").mode("overwrite")
+                        .option("replaceWhere", "event_date = DATE'" + day + "'")
+                        .option("userMetadata", "tidemark " + runId + " " + day)
+                        .save(lakehouse.path(Table.KPI_5M)));
+            }
+            return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, streamCount,
+                    batchCount, streamGb, batchGb, gbDrift, gbDriftRel, late, attempts, System.currentTimeMillis() - t0, null);
+        } catch (ReconcileFailedException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw new ReconcileFailedException(day, "reconciling " + day + " failed: " + CommitRetry.oneLine(e), e);
+        } finally {
+            comparison.unpersist();
+            truth.unpersist();
+        }
+    }
+
+    /** The window rows of the report, in the table's column order and types. */
+    private static Dataset<Row> reportRows(Dataset<Row> drift, StructType schema, String runId, Timestamp runStartedAt, LocalDate day) {
+        Dataset<Row> rows = drift
+                .withColumn("run_id", lit(runId))
+                .withColumn("run_started_at", lit(runStartedAt))
+                .withColumn("row_kind", lit("window"))
+                .withColumn("windows_changed", lit(null))
+                .withColumn("event_date", lit(Date.valueOf(day)));
+        List<Column> cols = new ArrayList<>();
+        for (StructField f : schema.fields()) {
+            cols.add(rows.col(f.name()).cast(f.dataType()).as(f.name()));
+        }
+        return rows.select(cols.toArray(Column[]::new));
+    }
+
+    /**
+     * {@code rows} with exactly the table's columns, in its order and types; a column the rows do not
+     * have (such as the stream's bookkeeping, {@code stream_batch_id}) is written as null.
+     */
+    private Dataset<Row> asTable(Dataset<Row> rows, Table table) {
+        java.util.Set<String> have = new java.util.HashSet<>(java.util.Arrays.asList(rows.columns()));
+        List<Column> cols = new ArrayList<>();
+        for (StructField f : spark.read().format("delta").load(lakehouse.path(table)).schema().fields()) {
+            cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
+        }
+        return rows.select(cols.toArray(Column[]::new));
+    }
+
+    private StructType reportSchema() {
+        return spark.read().format("delta").load(lakehouse.path(Table.RECONCILE_REPORT)).schema();
+    }
+
+    private static BigDecimal decimal(Row r, String name) {
+        int i = r.fieldIndex(name);
+        return r.isNullAt(i) ? BigDecimal.ZERO.setScale(9) : r.getDecimal(i).setScale(9);
+    }
+
+    private void ensureTables() {
+        if (!registered) {
+            lakehouse.createAndRegister(spark);
+            registered = true;
+        }
+    }
+
+    private static String describe(List<LocalDate> days) {
+        if (days.isEmpty()) {
+            return "no day";
+        }
+        if (days.size() == 1) {
+            return "1 day (" + days.get(0) + ")";
+        }
+        return days.size() + " days (" + days.get(0) + " .. " + days.get(days.size() - 1) + ")";
+    }
+
+    static String progressLine(DayOutcome o, int index, int total) {
+        String head = String.format("reconcile %s [%d/%d]: ", o.day(), index, total);
+        if (o.status() == DayOutcome.Status.NO_DATA) {
+            return head + "no data: raw_events has no record of this day; nothing written" + (o.note() == null ? "" : " (" + o.note() + ")");
+        }
+        String figures = String.format("%,d windows, %,d changed; %s GB -> %s GB (drift %s GB, %s); %,d -> %,d records; %,d late folded in",
+                o.windows(), o.windowsChanged(), ReconcileResult.gb(o.streamGb()), ReconcileResult.gb(o.batchGb()),
+                ReconcileResult.signedGb(o.gbDrift()), ReconcileResult.percent(o.gbDriftRel()), o.streamRecords(), o.batchRecords(),
+                o.lateRecords());
+        String done = o.status() == DayOutcome.Status.DRY_RUN ? "dry run, nothing written"
+                : "replaced" + (o.attempts() > 1 ? " after " + o.attempts() + " attempts" : "");
+        return head + figures + "; " + done + String.format(" (%.1f s)", o.durationMs() / 1000.0);
+    }
+
+    /** Entry point for spark-submit: see {@link ReconcileArguments}. Exit status 2 on bad input, 1 on failure. */
+    public static void main(String[] args) {
+        ReconcileArguments a;
+        try {
+            a = ReconcileArguments.parse(args, System.getenv());
+        } catch (IllegalArgumentException e) {
+            System.err.println("tidemark reconcile: " + CommitRetry.oneLine(e));
+            System.exit(2);
+            return;
+        }
+        if (a.help()) {
+            System.out.print(ReconcileArguments.usage());
+            return;
+        }
+        SparkSession spark = SparkSessions.create(a.config(), "tidemark-reconcile");
+        int status = 0;
+        String message = null;
+        try {
+            new ReconcileJob(spark, a.config()).run(a.selection(), a.dryRun());
+        } catch (ReconcileRefusedException e) {
+            status = 2;
+            message = CommitRetry.oneLine(e);
+        } catch (RuntimeException e) {
+            e.printStackTrace();
+            status = 1;
+            message = CommitRetry.oneLine(e);
+        } finally {
+            spark.stop();
+        }
+        if (status != 0) {
+            // Last, after Spark's own shutdown output: the line an operator (or Airflow's log tail) sees.
+            System.err.println("tidemark reconcile: " + message);
+            System.exit(status);
+        }
+    }
+}

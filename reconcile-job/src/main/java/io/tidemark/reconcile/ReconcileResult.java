@@ -1,0 +1,74 @@
+package io.tidemark.reconcile;
+
+import java.math.BigDecimal;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The outcome of one reconcile run: its id (the {@code run_id} of its {@code reconcile_report}
+ * rows), the watermark that decided which days were closed, and one {@link DayOutcome} per selected
+ * day in the order they were processed.
+ */
+public record ReconcileResult(String runId, Instant startedAt, Optional<Instant> watermark, DaySelection selection, boolean dryRun,
+                              List<DayOutcome> days) {
+
+    public ReconcileResult {
+        days = List.copyOf(days);
+    }
+
+    /** The outcome of {@code day}, if it was part of the run. */
+    public Optional<DayOutcome> day(LocalDate day) {
+        return days.stream().filter(d -> d.day().equals(day)).findFirst();
+    }
+
+    /** The days, in run order. */
+    public List<LocalDate> dayList() {
+        return days.stream().map(DayOutcome::day).toList();
+    }
+
+    /** The run's summary as an aligned table, one line per day. */
+    public String summaryTable() {
+        String header = String.format("%-10s  %8s  %8s  %16s  %16s  %16s  %8s  %9s  %s",
+                "day", "windows", "changed", "stream gb", "batch gb", "drift gb", "drift %", "late in", "result");
+        StringBuilder sb = new StringBuilder(header).append('\n').append("-".repeat(header.length())).append('\n');
+        for (DayOutcome d : days) {
+            boolean data = d.status() != DayOutcome.Status.NO_DATA;
+            sb.append(String.format("%-10s  %8s  %8s  %16s  %16s  %16s  %8s  %9s  %s%n",
+                    d.day(),
+                    data ? String.format("%,d", d.windows()) : "-",
+                    data ? String.format("%,d", d.windowsChanged()) : "-",
+                    data ? gb(d.streamGb()) : "-",
+                    data ? gb(d.batchGb()) : "-",
+                    data ? signedGb(d.gbDrift()) : "-",
+                    data ? percent(d.gbDriftRel()) : "-",
+                    data ? String.format("%,d", d.lateRecords()) : "-",
+                    result(d)));
+        }
+        if (days.isEmpty()) {
+            sb.append("(no day selected)\n");
+        }
+        return sb.toString();
+    }
+
+    private static String result(DayOutcome d) {
+        return switch (d.status()) {
+            case RECONCILED -> d.attempts() > 1 ? "reconciled (" + d.attempts() + " attempts)" : "reconciled";
+            case DRY_RUN -> "dry run: not written";
+            case NO_DATA -> "no data";
+        };
+    }
+
+    static String gb(BigDecimal v) {
+        return v.setScale(3, java.math.RoundingMode.HALF_EVEN).toPlainString();
+    }
+
+    static String signedGb(BigDecimal v) {
+        return (v.signum() > 0 ? "+" : "") + gb(v);
+    }
+
+    static String percent(Double rel) {
+        return rel == null ? "n/a" : String.format("%+.2f%%", rel * 100);
+    }
+}
