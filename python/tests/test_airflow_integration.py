@@ -1,0 +1,255 @@
+"""The reconcile DAG and tidemark-airflow for real: Kafka broker, speed layer, spark-submit, Airflow.
+
+Needs the Maven build (the jar and the launcher; run-tests builds them first). One lakehouse is
+made per module by the real speed layer (broker + two generated phases + `tidemark stream
+--available-now`); each test reconciles its own copy of it. Airflow runs as api-server, scheduler
+and dag-processor (LocalExecutor, SQLite, SimpleAuthManager, loopback). Everything started here
+is stopped by process group, also when a test fails.
+
+Run: .venv/bin/python -m pytest python/tests/test_airflow_integration.py   (~6 min unloaded)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PYTHON_DIR = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PYTHON_DIR))
+
+from tidemark_airflow import testing  # noqa: E402
+
+testing.isolate_airflow_in_process()
+sys.path.insert(0, str(testing.DAGS))
+
+import tidemark_reconcile as dagmod  # noqa: E402
+
+THRESHOLD_OK = 0.2  # the test data drifts ~2 % per closed day (5 % of phase 2 late, see build_lakehouse)
+
+
+# ------------------------------------------------------------------------------------------------
+# Fixtures
+# ------------------------------------------------------------------------------------------------
+
+class World:
+    def __init__(self, root: Path, lakehouse: Path) -> None:
+        self.root = root
+        self.lakehouse = lakehouse
+        self.jar = testing.private_jar(root / "jar")  # immune to rebuilds of the tree while the tests run
+        self._copies = 0
+        progress = dagmod.read_stream_progress(str(lakehouse))
+        assert progress is not None, "the speed layer recorded no batch"
+        self.progress = progress
+        counts = testing.query(lakehouse, "SELECT CAST(event_date AS VARCHAR) AS day, count(*) AS n, "
+                                          "sum(CASE WHEN is_late THEN 1 ELSE 0 END) AS late "
+                                          "FROM r GROUP BY event_date ORDER BY day", r="raw_events")
+        self.raw = {row["day"]: row for row in counts}
+        self.closed = [d for d in self.raw if dagmod.is_closed(dt.date.fromisoformat(d), progress)]
+        self.open = [d for d in self.raw if d not in self.closed]
+        self.today = max(self.raw)  # the day of the newest events: open by any rule
+
+    def copy(self) -> Path:
+        self._copies += 1
+        return testing.copy_lakehouse(self.lakehouse, self.root / f"lakehouse-{self._copies}")
+
+    def best_closed_day(self) -> str:
+        """The closed day with the most late records (see build_lakehouse: there are always some)."""
+        return max(self.closed, key=lambda d: (self.raw[d]["late"], self.raw[d]["n"]))
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> World:
+    root = tmp_path_factory.mktemp("tidemark-world")
+    build = testing.build_lakehouse(root / "speed-layer")
+    print(f"\nspeed layer: lakehouse built in {build.seconds:.0f} s\n{build.output}")
+    w = World(root, build.lakehouse)
+    print(f"watermark {w.progress.watermark} (batch {w.progress.batch_id}); closed {w.closed}; open {w.open}; "
+          f"raw {w.raw}")
+    assert w.closed, f"no closed day with data: {w.raw}, watermark {w.progress}"
+    assert w.today in w.open
+    assert w.today >= (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)).date().isoformat()
+    assert w.raw[w.best_closed_day()]["late"] > 0, f"the closed days should hold late records: {w.raw}"
+    return w
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory, world):
+    with testing.airflow_stack(tmp_path_factory.mktemp("airflow-home"),
+                               extra_env={"TIDEMARK_JOBS_JAR": str(world.jar)}) as stack:
+        yield stack
+
+
+def run_cli(stack: testing.AirflowStack, *args: str, password: str | None = None,
+            timeout: float = 1200) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIDEMARK_AIRFLOW_")}
+    env.update(PYTHONPATH=str(PYTHON_DIR), TIDEMARK_AIRFLOW_URL=stack.url, TIDEMARK_AIRFLOW_USER=stack.username,
+               TIDEMARK_AIRFLOW_PASSWORD=password if password is not None else stack.password)
+    t0 = time.monotonic()
+    r = testing.run([sys.executable, "-m", "tidemark_airflow", *args], env=env, timeout=timeout, check=False)
+    print(f"$ tidemark-airflow {' '.join(args)}  -> exit {r.returncode} in {time.monotonic() - t0:.0f} s\n"
+          f"{r.stdout}{r.stderr}")
+    return r
+
+
+def kpi_sources(lakehouse: Path) -> dict[str, set[str]]:
+    rows = testing.query(lakehouse, "SELECT DISTINCT CAST(event_date AS VARCHAR) AS day, source FROM k", k="kpi_5m")
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        out.setdefault(r["day"], set()).add(r["source"])
+    return out
+
+
+def summary_rows(lakehouse: Path) -> list[dict]:
+    return testing.query(lakehouse, "SELECT run_id, CAST(event_date AS VARCHAR) AS day, stream_count, batch_count, "
+                                    "late_records FROM rr WHERE row_kind = 'summary' ORDER BY day", rr="reconcile_report")
+
+
+# ------------------------------------------------------------------------------------------------
+# dag.test: the DAG end to end, in process, with spark-submit for real
+# ------------------------------------------------------------------------------------------------
+
+def test_dag_test_reconciles_the_closed_days(world, tmp_path):
+    lakehouse = world.copy()
+    home = tmp_path / "airflow"
+    home.mkdir()
+    env = testing.airflow_base_env(home)
+    env["TIDEMARK_JOBS_JAR"] = str(world.jar)
+    testing.migrate_db(env)
+    result = testing.dag_test(env, {"recent_days": 3, "include_dirty": True, "drift_threshold": THRESHOLD_OK,
+                                    "lakehouse": str(lakehouse)})
+    print(f"dag.test: {result.state} {result.tasks} in {result.seconds:.0f} s")
+    assert result.state == "success", result.output[-8000:]
+    assert result.tasks == {"validate_params": "success", "reconcile_selection": "success",
+                            "reconcile_dirty": "success", "check_drift": "success"}
+
+    plan = result.xcom["validate_params.return_value"]
+    assert plan["jar"] == str(world.jar) and plan["lakehouse"] == str(lakehouse)
+    assert plan["selection_args"] == ["--recent", "3"] and plan["dirty_args"] == ["--dirty"]
+    assert plan["watermark"] == world.progress.watermark.isoformat()
+    recent = result.xcom["reconcile_selection.return_value"]
+    assert len(recent["run_ids"]) == 1 and recent["args"][:2] == ["--recent", "3"]
+    assert recent["args"][-1] == f"lakehouse={lakehouse}"
+    reconciled = {d["day"] for d in recent["days"] if d["status"] == "reconciled"}
+    # The job picks the recent days by its own boundary (next_watermark, one batch ahead of the
+    # DAG's stricter watermark rule): it may also take the day after the last one closed here.
+    assert set(world.closed) <= reconciled and world.today not in reconciled
+
+    # kpi_5m: every reconciled day is wholly source=batch with the raw log's exact count; today is the stream's.
+    sources = kpi_sources(lakehouse)
+    for day in reconciled:
+        assert sources[day] == {"batch"}, (day, sources)
+    assert sources[world.today] == {"stream"}, sources
+    counts = {r["day"]: r["n"] for r in testing.query(
+        lakehouse, "SELECT CAST(event_date AS VARCHAR) AS day, sum(record_count) AS n FROM k GROUP BY event_date",
+        k="kpi_5m")}
+    for day in reconciled:
+        assert counts[day] == world.raw[day]["n"], day
+
+    # reconcile_report: a summary row per reconciled day of this run, late records folded in
+    rows = [r for r in summary_rows(lakehouse) if r["run_id"] == recent["run_ids"][0]]
+    assert {r["day"] for r in rows} == reconciled
+    for r in rows:
+        assert r["batch_count"] == world.raw[r["day"]]["n"]
+        assert r["late_records"] == r["batch_count"] - r["stream_count"] == world.raw[r["day"]]["late"]
+
+    summary = result.xcom["check_drift.drift_summary"]
+    assert summary["ok"] and summary["over_threshold"] == [] and summary["threshold"] == THRESHOLD_OK
+    assert {d["day"] for d in summary["days"]} == reconciled
+    for d in summary["days"]:
+        assert d["drift"] <= THRESHOLD_OK and (d["drift"] > 0) == (world.raw[d["day"]]["late"] > 0), d
+    # the dirty pass ran after the recent one and found nothing left (all late records are folded in now)
+    dirty = result.xcom["reconcile_dirty.return_value"]
+    assert dirty["args"][0] == "--dirty" and [d for d in dirty["days"] if d["status"] == "reconciled"] == []
+    # reconcile_report has no deletion vectors (so DeltaTable.to_pandas/to_pyarrow would also work on it)
+    from deltalake import DeltaTable
+
+    assert "deletionVectors" not in (DeltaTable(str(lakehouse / "reconcile_report")).protocol().reader_features or [])
+
+
+# ------------------------------------------------------------------------------------------------
+# tidemark-airflow against a real Airflow
+# ------------------------------------------------------------------------------------------------
+
+def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
+    lakehouse = world.copy()
+    day = world.best_closed_day()
+    r = run_cli(airflow, "trigger", "--from", day, "--to", day, "--threshold", str(THRESHOLD_OK),
+                "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert airflow.password not in out
+    assert "unpaused DAG tidemark_reconcile" in out  # a new DAG starts paused
+    run_id = re.search(r"triggered tidemark_reconcile run (\S+):", out).group(1)
+    assert f"days {day}..{day}" in out
+    assert re.search(r"run running \| validate_params success, reconcile_selection running", out), out
+    assert re.search(r"run success \| validate_params success, reconcile_selection success, "
+                     r"reconcile_dirty skipped, check_drift success", out), out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith(day))
+    assert line.rstrip().endswith("ok") and f"{world.raw[day]['n']:,}" in line
+    assert f"result: run {run_id} succeeded" in out
+    assert kpi_sources(lakehouse)[day] == {"batch"}
+
+    status = run_cli(airflow, "status", run_id)
+    assert status.returncode == 0 and "run success" in status.stdout and day in status.stdout
+
+
+def test_client_run_over_the_drift_threshold_exits_1(airflow, world):
+    lakehouse = world.copy()
+    day = world.best_closed_day()
+    r = run_cli(airflow, "trigger", "--from", day, "--threshold", "0", "--lakehouse", str(lakehouse), "--wait",
+                "--interval", "2")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert re.search(rf"{day} +\+\d+\.\d+% .*OVER THRESHOLD", out), out
+    assert "worst cell cell-" in out
+    assert re.search(rf"check_drift failed: .*drift over 0\.000% on 1 day\(s\): {day}", out), out
+    assert kpi_sources(lakehouse)[day] == {"batch"}  # reconciled all the same: the failure is the alarm
+    assert airflow.password not in out
+
+
+def test_client_refused_requests_exit_1_with_the_reason(airflow, world, tmp_path):
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    r = run_cli(airflow, "trigger", "--from", today, "--lakehouse", str(world.lakehouse), "--wait", "--interval", "2")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(rf"validate_params failed: .*refused: day {today} is not closed yet", r.stdout), r.stdout
+    assert "reconcile_selection upstream_failed" in r.stdout
+
+    r = run_cli(airflow, "trigger", "--recent", "2", "--lakehouse", str(tmp_path / "no-such-lakehouse"), "--wait",
+                "--interval", "2")
+    assert r.returncode == 1
+    assert re.search(r"validate_params failed: .*no Delta table at .*no-such-lakehouse/stream_progress", r.stdout)
+
+    # Params the DAG's schema refuses never become a run: Airflow answers 400/422, the tool exits 2.
+    r = run_cli(airflow, "trigger", "--recent", "5000", "--lakehouse", str(world.lakehouse))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Airflow refused the request" in r.stderr and "recent_days" in r.stderr
+    r = run_cli(airflow, "status", "no-such-run")
+    assert r.returncode == 2 and "no run 'no-such-run'" in r.stderr
+
+
+def test_wrong_credentials_are_a_clear_error_and_never_printed(airflow, tmp_path):
+    wrong = "wrong-" + airflow.password[::-1]
+    r = run_cli(airflow, "status", "whatever", password=wrong)
+    assert r.returncode == 3
+    assert f"Airflow at {airflow.url} refused the credentials of user 'admin' (HTTP 401)" in r.stderr
+    assert wrong not in r.stdout + r.stderr and airflow.password not in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+
+    creds = tmp_path / "airflow.json"
+    creds.write_text(json.dumps({"url": airflow.url, "username": "admin", "password": wrong}))
+    creds.chmod(0o600)
+    r = run_cli(airflow, "status", "whatever", "--credentials", str(creds), password="")
+    assert r.returncode == 3 and "refused the credentials" in r.stderr and f"file {creds}" in r.stderr
+    assert wrong not in r.stdout + r.stderr
+    creds.write_text(f"[airflow]\nurl = {airflow.url}\nusername = admin\npassword = {airflow.password}\n")
+    r = run_cli(airflow, "status", "no-such-run", "--credentials", str(creds), password="")
+    assert r.returncode == 2 and "no run 'no-such-run'" in r.stderr  # logged in: the run is what is unknown
+    assert airflow.password not in r.stdout + r.stderr

@@ -1,0 +1,14 @@
+"""Trigger and follow Tidemark's reconcile DAG from a terminal (apache-airflow-client).
+
+    python -m tidemark_airflow trigger --from 2026-11-27 --to 2026-11-28 --wait
+    python -m tidemark_airflow follow RUN_ID
+    python -m tidemark_airflow status RUN_ID
+
+See ``python -m tidemark_airflow --help``.
+"""
+
+DAG_ID = "tidemark_reconcile"
+CHECK_TASK = "check_drift"
+DRIFT_XCOM_KEY = "drift_summary"
+
+__all__ = ["CHECK_TASK", "DAG_ID", "DRIFT_XCOM_KEY"]

@@ -1,0 +1,5 @@
+import sys
+
+from tidemark_airflow.cli import main
+
+sys.exit(main())

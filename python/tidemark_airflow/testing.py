@@ -1,0 +1,393 @@
+"""Test support: a real Kafka broker, a small lakehouse from the real speed layer, a real Airflow.
+
+Used by python/tests/test_airflow_*.py. Every process is started in its own session (process
+group) and torn down with SIGTERM, then SIGKILL, by its group id only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+LAUNCHER = REPO / "tidemark"
+JOBS_JAR = REPO / "spark-submit-jar" / "target" / "tidemark-spark-jobs.jar"
+DAGS = REPO / "dags"
+DAG_ID = "tidemark_reconcile"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def require_build() -> None:
+    """The jar and the launcher come from the Maven build (run-tests builds before the Python tests)."""
+    missing = [str(p) for p in (JOBS_JAR, LAUNCHER, REPO / "launcher" / "target" / "classpath.txt") if not p.exists()]
+    if missing:
+        raise RuntimeError(f"missing {', '.join(missing)}: build first with `cd {REPO} && mvn -B -q install -DskipTests`")
+
+
+def airflow_base_env(home: Path, *, dags_folder: Path = DAGS) -> dict[str, str]:
+    """Environment of an isolated Airflow (fresh AIRFLOW_HOME, SQLite, LocalExecutor, loopback)."""
+    env = dict(os.environ)
+    for key in list(env):  # nothing from the caller's Airflow may leak in
+        if key.startswith("AIRFLOW__") or key.startswith("AIRFLOW_CONN_") or key.startswith("AIRFLOW_VAR_"):
+            del env[key]
+    env.update(
+        PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home}/airflow.db",
+        AIRFLOW__CORE__EXECUTOR="LocalExecutor",
+        AIRFLOW__CORE__PARALLELISM="4",
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        TIDEMARK_RECONCILE_SCHEDULE="none",
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def isolate_airflow_in_process() -> None:
+    """Points this (pytest) process at a throwaway AIRFLOW_HOME before anything imports airflow."""
+    if "airflow" in sys.modules:
+        return
+    import atexit
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="tidemark-airflow-home-"))
+    atexit.register(shutil.rmtree, home, True)
+    for key, value in airflow_base_env(home).items():
+        if key.startswith("AIRFLOW") or key == "TIDEMARK_RECONCILE_SCHEDULE":
+            os.environ[key] = value
+
+
+def migrate_db(env: Mapping[str, str]) -> None:
+    subprocess.run([str(VENV_BIN / "airflow"), "db", "migrate"], env=dict(env), check=True, capture_output=True,
+                   timeout=600)
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Service:
+    name: str
+    proc: subprocess.Popen
+    log: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def start_service(name: str, argv: Sequence[str], env: Mapping[str, str], logdir: Path, cwd: Path | None = None) -> Service:
+    log = logdir / f"{name}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    return Service(name, proc, log)
+
+
+def stop_group(proc: subprocess.Popen, *, grace: float = 20.0) -> None:
+    """SIGTERM to the process group this process leads, SIGKILL after ``grace`` seconds."""
+    if proc.poll() is None or _group_alive(proc.pid):
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and (proc.poll() is None or _group_alive(proc.pid)):
+                time.sleep(0.2)
+            if proc.poll() is not None and not _group_alive(proc.pid):
+                break
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def run(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None, timeout: float,
+        check: bool = True) -> subprocess.CompletedProcess:
+    """Runs a command in its own process group; the whole group is killed on timeout."""
+    proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_group(proc, grace=5)
+        out, err = proc.communicate()
+        raise RuntimeError(f"{' '.join(map(str, argv))} timed out after {timeout:.0f} s\n{out[-3000:]}\n{err[-3000:]}") from None
+    except BaseException:
+        stop_group(proc, grace=5)
+        raise
+    result = subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv))} exited {proc.returncode}\n{out[-3000:]}\n{err[-3000:]}")
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# A lakehouse from the real speed layer
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class LakehouseBuild:
+    lakehouse: Path
+    seconds: float
+    output: str
+
+
+def build_lakehouse(workdir: Path, *, timeout: float = 900) -> LakehouseBuild:
+    """Broker, two generated phases, one drain of the speed layer: a lakehouse with closed days and late records.
+
+    Phase 1: 20,000 on-time records over the last 60 hours, read in two micro-batches of ~10,000
+    (the speed layer's watermark lags two batches: batch 2 is the first with a real one, ~now - 30 h).
+    Phase 2: 4,000 records, 5 % of them 31-60 h behind the event clock; they arrive in batch 2,
+    behind its watermark, i.e. in late_events and not in the streaming KPIs (~2 % drift per day).
+    Afterwards the watermark of the last batch (~now - 30 h) closes at least the UTC day holding
+    now - 60 h (and at least 5.8 h of late records in it, whatever the time of day); today is open.
+    """
+    require_build()
+    t0 = time.monotonic()
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        TIDEMARK_SKIP_BUILD="1",  # run-tests has just built; never rebuild under a test
+        TIDEMARK_KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{port}",
+        TIDEMARK_LAKEHOUSE=str(workdir / "lakehouse"),
+        TIDEMARK_STREAM_CHECKPOINT=str(workdir / "checkpoint"),
+        TIDEMARK_JAVA_OPTS="-Xmx1g",
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
+    tm = str(LAUNCHER)
+    broker = workdir / "broker"
+    out: list[str] = []
+    started = False
+    try:
+        r = run([tm, "broker", "start", "--dir", str(broker), "--port", str(port)], env=env, cwd=workdir, timeout=240)
+        started = True
+        out.append(r.stdout + r.stderr)
+        common = ["--cells", "12", "--subscribers", "400", "--invalid-fraction", "0"]
+        r = run([tm, "generate", "--backlog-hours", "60", "--count", "20000", "--late-fraction", "0", "--seed", "11",
+                 *common], env=env, cwd=workdir, timeout=240)
+        out.append(r.stdout + r.stderr)
+        r = run([tm, "generate", "--backlog-hours", "0.05", "--count", "4000", "--late-fraction", "0.05",
+                 "--late-delay-min", "31h", "--late-delay-max", "60h", "--seed", "12", *common],
+                env=env, cwd=workdir, timeout=240)
+        out.append(r.stdout + r.stderr)
+        # 10,050 per batch: two batches of phase 1, the rest (phase 2) in one third batch, no stray fourth one.
+        r = run([tm, "stream", "--available-now", "--max-records-per-batch", "10050"], env=env, cwd=workdir,
+                timeout=timeout)
+        out.append(r.stdout + r.stderr)
+    finally:
+        if started:
+            run([tm, "broker", "stop", "--dir", str(broker)], env=env, cwd=workdir, timeout=120, check=False)
+    return LakehouseBuild(workdir / "lakehouse", time.monotonic() - t0, "\n".join(out))
+
+
+def private_jar(dst_dir: Path) -> Path:
+    """A copy of the jobs jar: other builds in the same tree replace the original while tests run."""
+    require_build()
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    dst = dst_dir / JOBS_JAR.name
+    for _ in range(5):
+        try:
+            shutil.copyfile(JOBS_JAR, dst)
+            with zipfile.ZipFile(dst) as z:  # a copy taken mid-rewrite would not be a valid zip
+                z.getinfo("io/tidemark/reconcile/ReconcileJob.class")
+            return dst
+        except (OSError, KeyError, zipfile.BadZipFile):
+            time.sleep(5)
+    raise RuntimeError(f"could not take a consistent copy of {JOBS_JAR}")
+
+
+def copy_lakehouse(src: Path, dst: Path) -> Path:
+    """Delta tables keep relative file paths: a copied directory is an independent lakehouse."""
+    shutil.copytree(src, dst)
+    return dst
+
+
+def query(lakehouse: Path | str, sql: str, **tables: str) -> list[dict]:
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+
+    qb = QueryBuilder()
+    for alias, name in tables.items():
+        qb.register(alias, DeltaTable(f"{lakehouse}/{name}"))
+    return pa.table(qb.execute(sql).read_all()).to_pylist()
+
+
+# ---------------------------------------------------------------------------------------------
+# A real Airflow: api-server, scheduler, dag-processor
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class AirflowStack:
+    home: Path
+    url: str
+    username: str
+    password: str
+    env: dict[str, str]
+    services: list[Service] = field(default_factory=list)
+
+    def token(self) -> str:
+        r = requests.post(f"{self.url}/auth/token", json={"username": self.username, "password": self.password},
+                          timeout=30)
+        r.raise_for_status()
+        return r.json()["access_token"]
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {s.name} ({'running' if s.alive() else 'exited'})\n{s.tail()}" for s in self.services)
+
+    def stop(self) -> None:
+        for s in self.services:  # all at once (each by its own group id), then wait for each
+            try:
+                os.killpg(s.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for s in reversed(self.services):
+            stop_group(s.proc)
+
+
+@contextmanager
+def airflow_stack(home: Path, *, extra_env: Mapping[str, str] | None = None, dag_id: str = DAG_ID,
+                  timeout: float = 300) -> Iterator[AirflowStack]:
+    """api-server + scheduler + dag-processor on loopback; yields once ``dag_id`` is parsed and visible."""
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    password = "pw-" + secrets.token_urlsafe(12)
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps({"admin": password}))
+    env = airflow_base_env(home)
+    env.update(
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(passwords),
+        AIRFLOW__API__HOST="127.0.0.1",
+        AIRFLOW__API__PORT=str(port),
+        AIRFLOW__API__BASE_URL=url,
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"{url}/execution/",
+        AIRFLOW__API_AUTH__JWT_SECRET=secrets.token_hex(48),  # 96 bytes, one for every process
+        AIRFLOW__API__SECRET_KEY=secrets.token_hex(32),
+        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
+        AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL="5",
+        AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="5",
+        AIRFLOW__LOGGING__LOGGING_LEVEL="INFO",
+    )
+    env.update(extra_env or {})
+    migrate_db(env)
+    stack = AirflowStack(home, url, "admin", password, env)
+    airflow = str(VENV_BIN / "airflow")
+    try:
+        stack.services.append(start_service("api-server", [airflow, "api-server", "--host", "127.0.0.1", "--port",
+                                                           str(port)], env, home))
+        stack.services.append(start_service("scheduler", [airflow, "scheduler"], env, home))
+        stack.services.append(start_service("dag-processor", [airflow, "dag-processor"], env, home))
+        deadline = time.monotonic() + timeout
+        token = None
+        while True:
+            dead = [s.name for s in stack.services if not s.alive()]
+            if dead:
+                raise RuntimeError(f"{', '.join(dead)} exited during start-up\n{stack.logs()}")
+            try:
+                if token is None:
+                    if requests.get(f"{url}/api/v2/monitor/health", timeout=5).status_code == 200:
+                        token = stack.token()
+                if token is not None:
+                    r = requests.get(f"{url}/api/v2/dags/{dag_id}", headers={"Authorization": f"Bearer {token}"},
+                                     timeout=10)
+                    if r.status_code == 200:
+                        break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Airflow not ready with DAG {dag_id} after {timeout:.0f} s\n{stack.logs()}")
+            time.sleep(1)
+        yield stack
+    finally:
+        stack.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# dag.test() in a child process (own AIRFLOW_HOME, killable as a group)
+# ---------------------------------------------------------------------------------------------
+
+DAG_TEST_DRIVER = r"""
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+
+folder, dag_id, conf = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+bag = DagBag(dag_folder=folder)
+if bag.import_errors:
+    raise SystemExit(f"import errors: {bag.import_errors}")
+dag = bag.dags[dag_id]
+dr = dag.test(run_conf=conf)
+tis = dr.get_task_instances()
+result = {"state": str(getattr(dr.state, "value", dr.state)), "run_id": dr.run_id,
+          "tasks": {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in tis}, "xcom": {}}
+for ti in tis:
+    for key in ("return_value", "drift_summary"):
+        value = ti.xcom_pull(task_ids=ti.task_id, key=key)
+        if value is not None:
+            result["xcom"][f"{ti.task_id}.{key}"] = value
+print("DAG_TEST_RESULT " + json.dumps(result, default=str), flush=True)
+"""
+
+
+@dataclass
+class DagTestResult:
+    state: str
+    tasks: dict[str, str]
+    xcom: dict[str, object]
+    output: str
+    seconds: float
+
+
+def dag_test(env: Mapping[str, str], conf: Mapping[str, object], *, dag_id: str = DAG_ID, dags_folder: Path = DAGS,
+             timeout: float = 1200) -> DagTestResult:
+    t0 = time.monotonic()
+    r = run([sys.executable, "-c", DAG_TEST_DRIVER, str(dags_folder), dag_id, json.dumps(dict(conf))], env=env,
+            timeout=timeout, check=False)
+    output = r.stdout + "\n" + r.stderr
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("DAG_TEST_RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"dag.test produced no result (exit {r.returncode}):\n{output[-6000:]}")
+    data = json.loads(line[len("DAG_TEST_RESULT "):])
+    return DagTestResult(data["state"], data["tasks"], data["xcom"], output, time.monotonic() - t0)
