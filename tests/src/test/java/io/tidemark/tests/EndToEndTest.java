@@ -78,7 +78,9 @@ class EndToEndTest {
         assertThat(reasons.getOrDefault("NOT_AN_OBJECT", 0L)).isEqualTo(produced.count(Kind.NOT_AN_OBJECT));
         assertThat(reasons.getOrDefault("MISSING_FIELD", 0L)).isEqualTo(produced.count(Kind.MISSING_FIELD));
         assertThat(reasons.getOrDefault("NULL_FIELD", 0L)).isEqualTo(produced.count(Kind.NULL_FIELD));
-        assertThat(reasons.getOrDefault("WRONG_TYPE", 0L)).isEqualTo(produced.count(Kind.WRONG_TYPE));
+        assertThat(reasons.getOrDefault("WRONG_TYPE", 0L)).isEqualTo(produced.count(Kind.WRONG_TYPE) + produced.count(Kind.NESTED_JUNK));
+        assertThat(reasons.getOrDefault("DUPLICATE_FIELD", 0L)).isEqualTo(produced.count(Kind.DUPLICATE_FIELD));
+        assertThat(reasons.getOrDefault("BLANK_ID", 0L)).isEqualTo(produced.count(Kind.BLANK_ID));
         assertThat(reasons.getOrDefault("NEGATIVE_VOLUME", 0L)).isEqualTo(produced.count(Kind.NEGATIVE_VOLUME));
         assertThat(reasons.getOrDefault("NON_FINITE_VOLUME", 0L)).isEqualTo(produced.count(Kind.NON_FINITE_VOLUME));
         assertThat(reasons.getOrDefault("BAD_TIMESTAMP", 0L)).isEqualTo(produced.count(Kind.BAD_TIMESTAMP));

@@ -111,6 +111,12 @@ public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTi
         BAD_TIMESTAMP(1),
         /** event_ts 2 to 24 hours ahead of the event clock (beyond any sensible clock skew). */
         FUTURE_EVENT_TIME(1),
+        /** A required field written twice with different values, as a buggy serializer does: which one counts would be a guess. */
+        DUPLICATE_FIELD(1),
+        /** subscriber_id or cell_site_id an empty or whitespace-only string. */
+        BLANK_ID(1),
+        /** A required field holding nested objects and arrays (3 to 40 levels deep) instead of its value. */
+        NESTED_JUNK(1),
         /** A valid-looking message padded by an extra field to {@code oversizedBytes} (default 128 KiB). */
         OVERSIZED(0.25);
 

@@ -42,6 +42,7 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
     /** Field names in the order they are written. */
     public static final List<String> REQUIRED_FIELDS = List.of("subscriber_id", "cell_site_id", "event_ts", "volume_gb");
 
+    private static final String[] BLANKS = {"", " ", "   ", "\\t", " \\n "};
     private static final int SUBSCRIBER = 0;
     private static final int CELL = 1;
     private static final int EVENT_TS = 2;
@@ -100,6 +101,8 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
     private long index;
     private int missingCursor;
     private int nullCursor;
+    private int duplicateCursor;
+    private int nestedCursor;
     private int wrongTypeCursor;
 
     // The record being written (reused; no allocation per message).
@@ -294,6 +297,43 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
                 eventMillis = anchor + FUTURE_MIN_MILLIS + rng.nextLong(FUTURE_MAX_MILLIS - FUTURE_MIN_MILLIS + 1);
                 offsetMinutes = 0;
                 writeRecord(-1, null, false);
+                buf.b('}');
+            }
+            case DUPLICATE_FIELD -> {
+                int field = duplicateCursor++ & 3;
+                writeRecord(-1, null, false);
+                buf.b(',').bytes(FIELD_KEYS[field]);
+                long keepSubscriber = subscriber;
+                long keepCell = cell;
+                long keepVolume = volumeMicros;
+                long keepEvent = eventMillis;
+                subscriber = (subscriber + 1) % spec.subscribers();
+                cell = (cell + 1) % spec.cells();
+                volumeMicros += 1;
+                eventMillis += 1000;
+                writeValue(field);
+                subscriber = keepSubscriber;
+                cell = keepCell;
+                volumeMicros = keepVolume;
+                eventMillis = keepEvent;
+                buf.b('}');
+            }
+            case BLANK_ID -> {
+                String blank = BLANKS[rng.nextInt(BLANKS.length)];
+                writeRecord(rng.nextBoolean() ? SUBSCRIBER : CELL, ascii('"' + blank + '"'), false);
+                buf.b('}');
+            }
+            case NESTED_JUNK -> {
+                MessageBuffer raw = new MessageBuffer();
+                int depth = 3 + rng.nextInt(38);
+                for (int d = 0; d < depth; d++) {
+                    raw.ascii((d & 1) == 0 ? "{\"v\":" : "[");
+                }
+                raw.micros(volumeMicros);
+                for (int d = depth - 1; d >= 0; d--) {
+                    raw.b((d & 1) == 0 ? '}' : ']');
+                }
+                writeRecord(nestedCursor++ & 3, raw.toBytes(), false);
                 buf.b('}');
             }
             case OVERSIZED -> writeOversized();

@@ -28,6 +28,7 @@ final class SpecRules {
     static final JsonMapper MAPPER = JsonMapper.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
 
     private SpecRules() {
@@ -65,6 +66,10 @@ final class SpecRules {
         try {
             node = MAPPER.readTree(text);
         } catch (JacksonException e) {
+            if (e.getMessage().startsWith("Duplicate field '")
+                    && TrafficGenerator.REQUIRED_FIELDS.contains(e.getMessage().split("'")[1])) {
+                return "DUPLICATE_FIELD";
+            }
             return "NOT_JSON";
         }
         if (node == null || node.isMissingNode()) {
@@ -84,6 +89,9 @@ final class SpecRules {
         if (!node.get("subscriber_id").isTextual() || !node.get("cell_site_id").isTextual()
                 || !node.get("event_ts").isTextual() || !node.get("volume_gb").isNumber()) {
             return "WRONG_TYPE";
+        }
+        if (node.get("subscriber_id").textValue().isBlank() || node.get("cell_site_id").textValue().isBlank()) {
+            return "BLANK_ID";
         }
         double volume = node.get("volume_gb").doubleValue();
         if (!Double.isFinite(volume)) {

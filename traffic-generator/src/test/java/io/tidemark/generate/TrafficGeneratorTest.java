@@ -81,7 +81,7 @@ class TrafficGeneratorTest {
             }
         });
         assertThat(java.util.HexFormat.of().formatHex(md.digest()))
-                .isEqualTo("d9b6fd8e603821abecebf266943e0381928db170df3601e9eb3ffc8099cb0e07");
+                .isEqualTo("33c4809a95dad0c3a3f2d9a862a6797b6236ca8c2833f55342d61ae26ef4aae7");
     }
 
     @Test
@@ -180,7 +180,8 @@ class TrafficGeneratorTest {
                 Map.entry(MISSING_FIELD, "MISSING_FIELD"), Map.entry(NULL_FIELD, "NULL_FIELD"),
                 Map.entry(WRONG_TYPE, "WRONG_TYPE"), Map.entry(NEGATIVE_VOLUME, "NEGATIVE_VOLUME"),
                 Map.entry(NON_FINITE_VOLUME, "NON_FINITE_VOLUME"), Map.entry(BAD_TIMESTAMP, "BAD_TIMESTAMP"),
-                Map.entry(FUTURE_EVENT_TIME, "FUTURE_EVENT_TIME"), Map.entry(OVERSIZED, "OVERSIZED"));
+                Map.entry(FUTURE_EVENT_TIME, "FUTURE_EVENT_TIME"), Map.entry(OVERSIZED, "OVERSIZED"),
+                Map.entry(DUPLICATE_FIELD, "DUPLICATE_FIELD"), Map.entry(BLANK_ID, "BLANK_ID"), Map.entry(NESTED_JUNK, "WRONG_TYPE"));
         Map<Kind, Set<String>> seen = new EnumMap<>(Kind.class);
         Set<String> missing = new HashSet<>();
         Set<String> nulled = new HashSet<>();
@@ -236,6 +237,10 @@ class TrafficGeneratorTest {
                     }
                 }
                 case NOT_AN_OBJECT -> variants.add(SpecRules.parse(m.value()).getNodeType().name());
+                case DUPLICATE_FIELD -> assertThat(text.split("\"(subscriber_id|cell_site_id|event_ts|volume_gb)\":", -1)).hasSize(6);
+                case BLANK_ID -> assertThat(SpecRules.parse(m.value()).get("subscriber_id").textValue().isBlank()
+                        || SpecRules.parse(m.value()).get("cell_site_id").textValue().isBlank()).isTrue();
+                case NESTED_JUNK -> assertThat(SpecRules.parse(m.value()).findValues("v")).isNotEmpty();
                 case BINARY_GARBAGE -> variants.add(Integer.toHexString(m.value()[0] & 0xFF));
                 default -> {
                 }
@@ -422,7 +427,7 @@ class TrafficGeneratorTest {
         assertThat(a.toString()).contains("ON_TIME", "key=k", "value=v");
         assertThatThrownBy(() -> new GeneratedMessage(null, new byte[0], ON_TIME))
                 .hasMessageContaining("ON_TIME message must carry an event time");
-        if (Kind.invalidKinds().contains(ON_TIME) || Kind.invalidKinds().size() != 15) {
+        if (Kind.invalidKinds().contains(ON_TIME) || Kind.invalidKinds().size() != 18) {
             fail("invalid kinds: " + Kind.invalidKinds());
         }
     }
