@@ -32,6 +32,13 @@ public final class EventDecoder implements Serializable {
 
     private final int maxMessageBytes;
     private final long clockSkewMicros;
+
+    /**
+     * The largest volume one record may carry: 1e12 GB, a zettabyte. Volumes are summed exactly as
+     * DECIMAL(38,9), whose largest value is just under 1e29; with this bound a window would need
+     * 1e17 records to overflow.
+     */
+    public static final double MAX_VOLUME_GB = 1e12;
     private transient JsonFactory json;
 
     public EventDecoder(int maxMessageBytes, long clockSkewMicros) {
@@ -148,6 +155,10 @@ public final class EventDecoder implements Serializable {
         }
         if (volume < 0) {
             return out.invalid(InvalidReason.NEGATIVE_VOLUME, VOLUME_GB + " is " + volume);
+        }
+        if (volume > MAX_VOLUME_GB) {
+            return out.invalid(InvalidReason.VOLUME_TOO_LARGE, VOLUME_GB + " is " + volume + "; at most " + MAX_VOLUME_GB
+                    + " GB per record, so that exact sums fit DECIMAL(38,9)");
         }
         long micros;
         try {

@@ -28,6 +28,12 @@ public enum InvalidReason {
     NEGATIVE_VOLUME,
     /** volume_gb NaN or infinite (including numbers too large for a double). */
     NON_FINITE_VOLUME,
+    /**
+     * volume_gb above {@link EventDecoder#MAX_VOLUME_GB} (a zettabyte): no real record carries that
+     * much, and exact sums in DECIMAL(38,9) could not hold it (found by the hostile-conditions suite:
+     * 1e308 crashed every replay of its batch).
+     */
+    VOLUME_TOO_LARGE,
     /** event_ts further ahead of the record's Kafka timestamp than the allowed clock skew. */
     FUTURE_EVENT_TIME
 }

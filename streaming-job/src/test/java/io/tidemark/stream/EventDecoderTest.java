@@ -63,6 +63,9 @@ class EventDecoderTest {
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":-0.1}|NEGATIVE_VOLUME",
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":NaN}|NON_FINITE_VOLUME",
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1e999}|NON_FINITE_VOLUME",
+            // Regression (hostile-conditions suite): finite, but no DECIMAL(38,9) holds it; it crashed every replay of its batch.
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1e308}|VOLUME_TOO_LARGE",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1.0000001e12}|VOLUME_TOO_LARGE",
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:05:00.001Z\",\"volume_gb\":1}|FUTURE_EVENT_TIME",
     })
     void refusesWithTheRightReason(String json, InvalidReason expected) {
@@ -74,6 +77,13 @@ class EventDecoderTest {
     @Test
     void clockSkewBoundaryIsInclusive() {
         assertThat(decode("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:05:00Z\",\"volume_gb\":0}").reason).isNull();
+    }
+
+    @Test
+    void theLargestAllowedVolumeIsValid() {
+        EventDecoder.Decoded d = decode("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1e12}");
+        assertThat(d.reason).isNull();
+        assertThat(d.volumeGb).isEqualTo(EventDecoder.MAX_VOLUME_GB);
     }
 
     @Test

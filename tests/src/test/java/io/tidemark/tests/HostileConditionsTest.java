@@ -1,0 +1,730 @@
+package io.tidemark.tests;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import io.tidemark.broker.BrokerSettings;
+import io.tidemark.broker.LocalKafkaBroker;
+import io.tidemark.generate.GeneratedMessage.Kind;
+import io.tidemark.generate.GenerationReport;
+import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.ConservationCheck;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.reconcile.ClosedDays;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.ReconcileJob;
+import io.tidemark.stream.StreamingJob;
+
+/**
+ * The soak: the whole system against a real broker while everything goes wrong at once. Traffic
+ * (valid, late, 18 kinds of garbage and hand-made edge cases) flows for the whole run; meanwhile
+ * the streaming job is SIGKILLed at random moments and restarted, the broker is stopped (SIGTERM)
+ * and killed (SIGKILL) and restarted, and reconcile runs against the moving stream, some of them
+ * SIGKILLed mid-run. Afterwards: conservation exact, no duplicate, every malformed message refused
+ * for its own reason, and every closed day after a final reconcile equal to a plain-SQL truth.
+ *
+ * <p>CI runs the reduced plan; {@code tests/run-hostile --full} runs the full one (at least 2 M
+ * events, 20 stream kills, 3 broker restarts, 10 concurrent and 5 killed reconciles). Both write
+ * the figures to a results file ({@code -Dtidemark.hostile.results}).
+ */
+class HostileConditionsTest {
+    static SharedInfrastructure infra;
+
+    @RegisterExtension
+    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
+
+    /** How big and how hostile a run is. */
+    record Plan(String name, long events, double ratePerSecond, double eventDays, double invalidFraction, int partitions,
+                int streamKills, int brokerRestarts, int reconcileRuns, int reconcileKills, long maxOffsetsPerTrigger) {
+        static Plan reduced() {
+            return new Plan("reduced (CI)", 150_000, 1_100, 2.5, 0.075, 3, 4, 2, 2, 2, 15_000);
+        }
+
+        static Plan full() {
+            return new Plan("full", 2_000_000, 1_900, 3.2, 0.006, 3, 22, 4, 10, 6, 40_000);
+        }
+
+        /** {@code -Dtidemark.hostile=full} for the full plan; {@code -Dtidemark.hostile.<field>=value} overrides one figure. */
+        static Plan fromSystemProperties() {
+            Plan p = "full".equals(System.getProperty("tidemark.hostile", "reduced")) ? full() : reduced();
+            return new Plan(p.name() + (System.getProperties().stringPropertyNames().stream().anyMatch(k -> k.startsWith("tidemark.hostile.")
+                            && !k.equals("tidemark.hostile.results") && !k.equals("tidemark.hostile.seed")) ? ", with overrides" : ""),
+                    Long.getLong("tidemark.hostile.events", p.events()),
+                    Double.parseDouble(System.getProperty("tidemark.hostile.rate", Double.toString(p.ratePerSecond()))),
+                    Double.parseDouble(System.getProperty("tidemark.hostile.days", Double.toString(p.eventDays()))),
+                    Double.parseDouble(System.getProperty("tidemark.hostile.invalid", Double.toString(p.invalidFraction()))),
+                    Integer.getInteger("tidemark.hostile.partitions", p.partitions()),
+                    Integer.getInteger("tidemark.hostile.stream-kills", p.streamKills()),
+                    Integer.getInteger("tidemark.hostile.broker-restarts", p.brokerRestarts()),
+                    Integer.getInteger("tidemark.hostile.reconciles", p.reconcileRuns()),
+                    Integer.getInteger("tidemark.hostile.reconcile-kills", p.reconcileKills()),
+                    Long.getLong("tidemark.hostile.max-offsets", p.maxOffsetsPerTrigger()));
+        }
+
+        Duration trafficTime() {
+            return Duration.ofMillis((long) (events / ratePerSecond * 1000));
+        }
+    }
+
+    /** One fault and how long the system took to be productive again. */
+    record Fault(String what, Instant at, long recoverMs, String note) {
+    }
+
+    private final List<Fault> faults = new CopyOnWriteArrayList<>();
+    private final List<String> findings = new CopyOnWriteArrayList<>();
+    private final AtomicReference<LocalKafkaBroker> broker = new AtomicReference<>();
+    private Plan plan;
+    private Path dir;
+    private Path progressLog;
+    private List<String> streamArgs;
+    private JobProcess stream;
+    private int streamStarts;
+    private int unexpectedStreamExits;
+
+    @Test
+    void nothingIsLostOrDuplicatedUnderKillsOutagesConcurrencyAndGarbage() throws Exception {
+        plan = Plan.fromSystemProperties();
+        dir = infra.newDir("hostile");
+        progressFile = dir.resolve("progress.log");
+        System.err.println("hostile conditions: progress in " + progressFile);
+        Instant began = Instant.now();
+        say("plan %s: %,d events at %,.0f/s over %.1f days of event time; %d stream kills, %d broker restarts, "
+                + "%d reconciles + %d killed", plan.name(), plan.events(), plan.ratePerSecond(), plan.eventDays(), plan.streamKills(),
+                plan.brokerRestarts(), plan.reconcileRuns(), plan.reconcileKills());
+
+        BrokerSettings brokerSettings = BrokerSettings.of(dir.resolve("broker"));
+        broker.set(LocalKafkaBroker.start(brokerSettings));
+        String bootstrap = broker.get().bootstrapServers();
+        String topic = "hostile";
+        broker.get().createTopic(topic, plan.partitions());
+        TidemarkConfig config = TidemarkConfig.builder()
+                .set(TidemarkConfig.Key.KAFKA_BOOTSTRAP, bootstrap)
+                .set(TidemarkConfig.Key.TOPIC, topic)
+                .set(TidemarkConfig.Key.LAKEHOUSE, dir.resolve("lakehouse").toString())
+                .set(TidemarkConfig.Key.CHECKPOINT, dir.resolve("checkpoint").toString())
+                .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, Long.toString(plan.maxOffsetsPerTrigger()))
+                .set(TidemarkConfig.Key.TRIGGER, "2 seconds")
+                .build();
+        Lakehouse lakehouse = Lakehouse.of(config);
+        progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
+        streamArgs = List.of("kafka.bootstrap-servers=" + bootstrap, "topic=" + topic, "lakehouse=" + config.lakehouseUri(),
+                "stream.checkpoint=" + config.checkpointUri(), "stream.trigger=2 seconds",
+                "stream.max-offsets-per-trigger=" + plan.maxOffsetsPerTrigger());
+
+        // Traffic: the generator's mix, paced, over a synthetic event clock spanning several days, so
+        // days close while the run goes on; plus hand-made edge cases with a known fate.
+        TrafficSpec spec = TrafficSpec.builder().topic(topic).count(plan.events()).ratePerSecond(plan.ratePerSecond())
+                .ingestMode(IngestMode.BACKLOG).eventsPerSecondOfEventTime(plan.events() / (plan.eventDays() * 86_400))
+                .cells(60).subscribers(20_000).lateFraction(0.03).invalidFraction(plan.invalidFraction()).seed(29).build();
+        Map<String, Object> resilient = Map.of(ProducerConfig.MAX_BLOCK_MS_CONFIG, "600000",
+                ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "600000", ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000",
+                ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "1000");
+        KafkaTrafficProducer producer = new KafkaTrafficProducer(bootstrap, resilient);
+        AtomicReference<GenerationReport> produced = new AtomicReference<>();
+        AtomicReference<Throwable> producerFailure = new AtomicReference<>();
+        Thread production = new Thread(() -> {
+            try {
+                produced.set(producer.produce(spec, p -> { }));
+            } catch (Throwable t) {
+                producerFailure.set(t);
+            }
+        }, "hostile-traffic");
+        EdgeCases edges = new EdgeCases(bootstrap, topic, resilient);
+        Thread edgeSender = new Thread(() -> edges.sendSpreadOver(plan.trafficTime()), "hostile-edge-cases");
+
+        startStream();
+        production.start();
+        edgeSender.start();
+        Instant trafficStart = Instant.now();
+
+        AtomicBoolean stopReconciles = new AtomicBoolean();
+        ReconcileLoop reconciles = new ReconcileLoop(config, stopReconciles);
+        Thread reconcileThread = new Thread(reconciles, "hostile-reconciles");
+        reconcileThread.start();
+
+        // The fault schedule: stream kills spread over the traffic at random moments, broker restarts
+        // at fixed fractions of it, alternating SIGTERM and SIGKILL.
+        Random random = new Random(Long.getLong("tidemark.hostile.seed", 7));
+        long trafficMs = plan.trafficTime().toMillis();
+        long killGap = trafficMs / (plan.streamKills() + 1);
+        List<Long> brokerAt = new ArrayList<>();
+        for (int i = 0; i < plan.brokerRestarts(); i++) {
+            brokerAt.add(trafficMs * (2L * i + 1) / (2L * plan.brokerRestarts()));
+        }
+        int kills = 0;
+        int restarts = 0;
+        long nextKill = killGap / 2 + random.nextLong(killGap);
+        while (kills < plan.streamKills() || restarts < plan.brokerRestarts() || !reconciles.done()) {
+            long now = Duration.between(trafficStart, Instant.now()).toMillis();
+            if (restarts < plan.brokerRestarts() && now >= brokerAt.get(restarts)) {
+                restartBroker(brokerSettings, restarts % 2 == 0, random);
+                restarts++;
+                continue;
+            }
+            if (kills < plan.streamKills() && now >= nextKill) {
+                killAndRestartStream();
+                kills++;
+                nextKill = Duration.between(trafficStart, Instant.now()).toMillis() + killGap / 2 + random.nextLong(killGap);
+                continue;
+            }
+            superviseStream();
+            if (now > trafficMs * 3 + 600_000) {
+                throw new AssertionError("the fault schedule did not finish: " + kills + " kills, " + restarts
+                        + " broker restarts, reconciles " + reconciles.summary());
+            }
+            Thread.sleep(200);
+        }
+        stopReconciles.set(true);
+        reconcileThread.join();
+        production.join();
+        edgeSender.join();
+        assertThat(producerFailure.get()).as("the producer survives the broker restarts").isNull();
+        assertThat(edges.failure.get()).as("edge-case sender").isNull();
+        GenerationReport report = produced.get();
+
+        // Drain: the running stream is killed one last time (not counted), a final run reads the rest and stops.
+        stream.kill();
+        JobProcess drain = JobProcess.start(StreamingJob.class, withAvailableNow(), Map.of(), dir.resolve("stream.log"));
+        assertThat(drain.await(1800)).as("final drain\n%s", drain.tail()).isZero();
+        long inTopic = recordsInTopic(bootstrap, topic);
+        long expectedMessages = report.messages() + edges.sent.size();
+        assertThat(inTopic).as("records in the topic: generated + edge cases").isEqualTo(expectedMessages);
+
+        // Every closed day reconciled once more, in this JVM, then checked against plain SQL.
+        SparkSession spark = infra.spark;
+        ReconcileJob finalReconcile = new ReconcileJob(spark, config);
+        ClosedDays closed = finalReconcile.closedDays();
+        List<LocalDate> closedDays = spark.sql("SELECT DISTINCT event_date FROM " + lakehouse.ref(Table.RAW_EVENTS) + " ORDER BY 1")
+                .collectAsList().stream().map(r -> r.getDate(0).toLocalDate()).filter(closed::isClosed).toList();
+        assertThat(closedDays.stream().filter(d -> d.getYear() > 2025).count()).as("days closed during the run: %s", closedDays)
+                .isGreaterThanOrEqualTo(2);
+        for (LocalDate day : closedDays) {
+            finalReconcile.run(DaySelection.day(day), false);
+        }
+
+        ConservationCheck.Report conservation = ConservationCheck.check(spark, lakehouse, config.window(), expectedMessages);
+        Map<String, Long> reasons = new TreeMap<>();
+        for (Row r : spark.sql("SELECT reason, count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER) + " GROUP BY reason").collectAsList()) {
+            reasons.put(r.getString(0), r.getLong(1));
+        }
+        Map<String, Long> expectedReasons = expectedReasons(report, edges);
+        List<String> edgeMismatches = edges.verify(spark, lakehouse);
+        List<String> truthDiff = closedDaysAgainstPlainSql(spark, lakehouse, closedDays);
+        long duplicates = conservation.duplicates();
+        long lost = expectedMessages - conservation.rawEvents() - conservation.deadLetters();
+
+        writeResults(began, report, edges, kills, restarts, reconciles, conservation, reasons, closedDays, truthDiff, lost);
+
+        assertThat(unexpectedStreamExits).as("stream exits nobody asked for; see findings").isZero();
+        assertThat(kills).isGreaterThanOrEqualTo(plan.streamKills());
+        assertThat(restarts).isGreaterThanOrEqualTo(plan.brokerRestarts());
+        assertThat(reconciles.completed()).isGreaterThanOrEqualTo(plan.reconcileRuns());
+        assertThat(reconciles.killed()).isGreaterThanOrEqualTo(plan.reconcileKills());
+        assertThat(reconciles.failures).as("reconcile runs that failed on their own").isEmpty();
+        assertThat(conservation.violations()).isEmpty();
+        assertThat(duplicates).isZero();
+        assertThat(lost).isZero();
+        assertThat(conservation.rawEvents()).isEqualTo(report.valid() + edges.expectedValid());
+        assertThat(mergeNotUtf8AndNotJson(reasons)).isEqualTo(expectedReasons);
+        if (!plan.name().contains("overrides")) {
+            assertThat(report.invalid() + edges.expectedInvalid()).isGreaterThanOrEqualTo(10_000);
+        }
+        assertThat(edgeMismatches).isEmpty();
+        assertThat(truthDiff).isEmpty();
+    }
+
+    // ------------------------------------------------------------------ the stream
+
+    private void startStream() throws Exception {
+        stream = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream.log"));
+        streamStarts++;
+    }
+
+    private List<String> withAvailableNow() {
+        List<String> args = new ArrayList<>(streamArgs);
+        args.add(0, "--available-now");
+        return args;
+    }
+
+    private void killAndRestartStream() throws Exception {
+        long before = commits(progressLog);
+        Instant at = Instant.now();
+        stream.kill();
+        startStream();
+        long recover = awaitNewCommit(before, Duration.ofMinutes(10));
+        faults.add(new Fault("stream SIGKILL #" + (faults.stream().filter(f -> f.what().startsWith("stream")).count() + 1),
+                at, recover, ""));
+        say("stream killed and restarted; first batch committed %.1f s later", recover / 1000.0);
+    }
+
+    /** Restarts the stream if it died without being asked to, and says so: that is a defect. */
+    private void superviseStream() throws Exception {
+        if (!stream.process.isAlive()) {
+            unexpectedStreamExits++;
+            String finding = "stream exited on its own with status " + stream.process.exitValue() + ": " + stream.tail().lines()
+                    .filter(l -> l.startsWith("tidemark") || l.contains("Exception")).findFirst().orElse("(see stream.log)");
+            findings.add(finding);
+            say("FINDING: %s", finding);
+            startStream();
+        }
+    }
+
+    private long awaitNewCommit(long before, Duration timeout) throws Exception {
+        long start = System.nanoTime();
+        long deadline = start + timeout.toNanos();
+        while (commits(progressLog) <= before) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no batch committed within " + timeout + "; stream log:\n" + stream.tail());
+            }
+            superviseStream();
+            Thread.sleep(100);
+        }
+        return (System.nanoTime() - start) / 1_000_000;
+    }
+
+    private static long commits(Path deltaLog) throws Exception {
+        if (!Files.isDirectory(deltaLog)) {
+            return 0;
+        }
+        try (var s = Files.list(deltaLog)) {
+            return s.filter(p -> p.getFileName().toString().matches("\\d{20}\\.json")).count();
+        }
+    }
+
+    // ------------------------------------------------------------------ the broker
+
+    private void restartBroker(BrokerSettings settings, boolean graceful, Random random) throws Exception {
+        Instant at = Instant.now();
+        if (graceful) {
+            broker.get().stop();
+        } else {
+            broker.get().kill();
+        }
+        long downMs = 3_000 + random.nextInt(7_000);
+        Thread.sleep(downMs);
+        broker.set(LocalKafkaBroker.start(settings));
+        long before = commits(progressLog);
+        long recover = awaitNewCommit(before, Duration.ofMinutes(10));
+        String what = "broker " + (graceful ? "SIGTERM" : "SIGKILL");
+        faults.add(new Fault(what, at, recover, "down " + downMs / 1000.0 + " s"));
+        say("%s, down %.1f s; the stream committed a batch %.1f s after the broker was back", what, downMs / 1000.0, recover / 1000.0);
+    }
+
+    private static long recordsInTopic(String bootstrap, String topic) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> parts = c.partitionsFor(topic).stream().map(i -> new TopicPartition(topic, i.partition())).toList();
+            Map<TopicPartition, Long> end = c.endOffsets(parts);
+            Map<TopicPartition, Long> begin = c.beginningOffsets(parts);
+            return parts.stream().mapToLong(tp -> end.get(tp) - begin.get(tp)).sum();
+        }
+    }
+
+    // ------------------------------------------------------------------ reconcile runs
+
+    /** Reconciles in JVMs of their own while the stream runs: complete runs and runs killed mid-way, alternating. */
+    private final class ReconcileLoop implements Runnable {
+        private final TidemarkConfig config;
+        private final AtomicBoolean stop;
+        private int completed;
+        private int killed;
+        private final List<Long> completedMs = new ArrayList<>();
+        final List<String> failures = new CopyOnWriteArrayList<>();
+        private volatile boolean finished;
+
+        ReconcileLoop(TidemarkConfig config, AtomicBoolean stop) {
+            this.config = config;
+            this.stop = stop;
+        }
+
+        synchronized int completed() {
+            return completed;
+        }
+
+        synchronized int killed() {
+            return killed;
+        }
+
+        boolean done() {
+            return finished;
+        }
+
+        synchronized String summary() {
+            return completed + " completed, " + killed + " killed, " + failures.size() + " failed";
+        }
+
+        @Override
+        public void run() {
+            Random random = new Random(17);
+            int run = 0;
+            try {
+                while (!stop.get() && (completed() < plan.reconcileRuns() || killed() < plan.reconcileKills())) {
+                    if (!anyClosedDay()) {
+                        Thread.sleep(1000);
+                        continue;
+                    }
+                    boolean kill = killed() < plan.reconcileKills() && (completed() >= plan.reconcileRuns() || run % 2 == 1);
+                    runOnce(run++, kill, random);
+                }
+            } catch (Exception e) {
+                failures.add("reconcile loop: " + e);
+            } finally {
+                finished = true;
+            }
+        }
+
+        private boolean anyClosedDay() {
+            try {
+                return !new ReconcileJob(infra.spark, config).closedDays().mostRecent(1).isEmpty();
+            } catch (RuntimeException e) {
+                return false; // the stream has not committed its first batch yet
+            }
+        }
+
+        private void runOnce(int run, boolean kill, Random random) throws Exception {
+            Path log = dir.resolve("reconcile-" + run + ".log");
+            List<String> args = List.of("--recent", "2", "lakehouse=" + config.lakehouseUri());
+            long started = System.nanoTime();
+            Process p = ReconcileKillTest.reconcileProcess(args, log);
+            CountDownLatch working = new CountDownLatch(1);
+            List<String> out = new CopyOnWriteArrayList<>();
+            Thread reader = new Thread(() -> {
+                try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                    for (String line; (line = r.readLine()) != null; ) {
+                        out.add(line);
+                        if (line.startsWith("reconcile reconcile-")) {
+                            working.countDown();
+                        }
+                    }
+                } catch (Exception e) {
+                    // killed
+                }
+            });
+            reader.start();
+            if (kill && working.await(600, TimeUnit.SECONDS)) {
+                Thread.sleep(random.nextInt(6000));
+                if (p.isAlive()) {
+                    p.destroyForcibly();
+                    p.waitFor();
+                    reader.join(5000);
+                    synchronized (this) {
+                        killed++;
+                    }
+                    say("reconcile #%d SIGKILLed mid-run (%d lines of progress printed)", run, out.size());
+                    return;
+                }
+            }
+            if (!p.waitFor(900, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                failures.add("reconcile #" + run + " did not finish in 15 minutes; log " + log);
+                return;
+            }
+            reader.join(5000);
+            long ms = (System.nanoTime() - started) / 1_000_000;
+            if (p.exitValue() != 0) {
+                failures.add("reconcile #" + run + " exited " + p.exitValue() + ": " + String.join(" | ", Files.readAllLines(log).stream()
+                        .filter(l -> l.startsWith("tidemark reconcile:")).toList()));
+                return;
+            }
+            synchronized (this) {
+                completed++;
+                completedMs.add(ms);
+            }
+            say("reconcile #%d completed in %.1f s: %s", run, ms / 1000.0,
+                    out.stream().filter(l -> l.startsWith("reconcile 20")).toList());
+        }
+    }
+
+    // ------------------------------------------------------------------ edge cases with a known fate
+
+    /**
+     * Hand-made messages the generator does not make, each with the fate the contract gives it, sent
+     * one by one through the run; checked record by record afterwards by their Kafka coordinates.
+     */
+    static final class EdgeCases {
+        record Edge(String name, byte[] value, String expectedReason, boolean expectLate) {
+        }
+
+        record Sent(Edge edge, int partition, long offset) {
+        }
+
+        private final String bootstrap;
+        private final String topic;
+        private final Map<String, Object> producerProperties;
+        final List<Sent> sent = new CopyOnWriteArrayList<>();
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        EdgeCases(String bootstrap, String topic, Map<String, Object> producerProperties) {
+            this.bootstrap = bootstrap;
+            this.topic = topic;
+            this.producerProperties = producerProperties;
+        }
+
+        static List<Edge> catalogue() {
+            String ok = "\"subscriber_id\":\"edge-sub\",\"cell_site_id\":\"edge-cell\",\"volume_gb\":0.5";
+            List<Edge> e = new ArrayList<>();
+            e.add(new Edge("far past: 1970", utf8("{" + ok + ",\"event_ts\":\"1970-01-01T00:00:00Z\"}"), null, true));
+            e.add(new Edge("far past: year 1", utf8("{" + ok + ",\"event_ts\":\"0001-01-01T00:00:00Z\"}"), null, true));
+            e.add(new Edge("far past: 1899 with an offset", utf8("{" + ok + ",\"event_ts\":\"1899-12-31T23:59:59.999999-12:00\"}"), null, true));
+            e.add(new Edge("far future: 9999", utf8("{" + ok + ",\"event_ts\":\"9999-12-31T23:59:59Z\"}"), "FUTURE_EVENT_TIME", false));
+            e.add(new Edge("year 0", utf8("{" + ok + ",\"event_ts\":\"0000-06-01T00:00:00Z\"}"), null, true));
+            e.add(new Edge("extra field nested 5000 deep", utf8("{" + ok + ",\"event_ts\":\"2020-01-01T00:00:00Z\",\"x\":"
+                    + "[".repeat(5000) + "]".repeat(5000) + "}"), "NOT_JSON", false));
+            e.add(new Edge("duplicate extra field (kept: extras are not interpreted)", utf8("{" + ok
+                    + ",\"event_ts\":\"2020-01-01T00:00:00Z\",\"x\":1,\"x\":2}"), null, true));
+            e.add(new Edge("NUL bytes inside a string", utf8("{" + ok.replace("edge-sub", "edge\\u0000sub")
+                    + ",\"event_ts\":\"2020-01-01T00:00:00Z\"}"), null, true));
+            // Found by this suite: 1e308 is finite, but no DECIMAL(38,9) holds it, and it crashed every replay of its batch.
+            e.add(new Edge("volume 1e308", utf8("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"volume_gb\":1e308,"
+                    + "\"event_ts\":\"2020-01-01T00:00:00Z\"}"), "VOLUME_TOO_LARGE", false));
+            e.add(new Edge("volume 1e12, the largest allowed", utf8("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"volume_gb\":1e12,"
+                    + "\"event_ts\":\"2020-01-01T00:00:00Z\"}"), null, true));
+            e.add(new Edge("volume -0.0", utf8("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"volume_gb\":-0.0,"
+                    + "\"event_ts\":\"2020-01-01T00:00:00Z\"}"), null, true));
+            e.add(new Edge("UTF-8 BOM before the object", concat(new byte[] {(byte) 0xEF, (byte) 0xBB, (byte) 0xBF},
+                    utf8("{" + ok + ",\"event_ts\":\"2020-01-01T00:00:00Z\"}")), "NOT_JSON", false));
+            e.add(new Edge("two objects in one message", utf8("{" + ok + ",\"event_ts\":\"2020-01-01T00:00:00Z\"}{}"), "NOT_JSON", false));
+            e.add(new Edge("lone surrogate escape", utf8("{" + ok.replace("edge-sub", "\\ud800")
+                    + ",\"event_ts\":\"2020-01-01T00:00:00Z\"}"), null, true));
+            return e;
+        }
+
+        void sendSpreadOver(Duration span) {
+            List<Edge> catalogue = catalogue();
+            Properties p = KafkaTrafficProducer.producerProperties(bootstrap, producerProperties);
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+                long pause = Math.max(1, span.toMillis() / (catalogue.size() + 1));
+                for (Edge edge : catalogue) {
+                    Thread.sleep(pause);
+                    RecordMetadata m = producer.send(new ProducerRecord<>(topic, null, null, edge.value())).get();
+                    sent.add(new Sent(edge, m.partition(), m.offset()));
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        }
+
+        long expectedValid() {
+            return sent.stream().filter(s -> s.edge().expectedReason() == null).count();
+        }
+
+        long expectedInvalid() {
+            return sent.size() - expectedValid();
+        }
+
+        /** Each edge case where the contract puts it: the raw log (late or not) or dead_letter with its reason. */
+        List<String> verify(SparkSession spark, Lakehouse lakehouse) {
+            List<String> mismatches = new ArrayList<>();
+            for (Sent s : sent) {
+                String where = "kafka_topic = '" + topic + "' AND kafka_partition = " + s.partition() + " AND kafka_offset = " + s.offset();
+                List<Row> raw = spark.sql("SELECT is_late FROM " + lakehouse.ref(Table.RAW_EVENTS) + " WHERE " + where).collectAsList();
+                List<Row> dead = spark.sql("SELECT reason FROM " + lakehouse.ref(Table.DEAD_LETTER) + " WHERE " + where).collectAsList();
+                String actual = raw.size() == 1 && dead.isEmpty() ? (raw.get(0).getBoolean(0) ? "raw, late" : "raw, on time")
+                        : dead.size() == 1 && raw.isEmpty() ? "dead_letter " + dead.get(0).getString(0)
+                        : raw.size() + " raw rows and " + dead.size() + " dead_letter rows";
+                String expected = s.edge().expectedReason() == null ? (s.edge().expectLate() ? "raw, late" : "raw, on time")
+                        : "dead_letter " + s.edge().expectedReason();
+                if (!actual.equals(expected)) {
+                    mismatches.add(s.edge().name() + ": expected " + expected + ", got " + actual);
+                }
+            }
+            return mismatches;
+        }
+
+        private static byte[] utf8(String s) {
+            return s.getBytes(StandardCharsets.UTF_8);
+        }
+
+        private static byte[] concat(byte[] a, byte[] b) {
+            byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+            System.arraycopy(b, 0, out, a.length, b.length);
+            return out;
+        }
+    }
+
+    // ------------------------------------------------------------------ checks
+
+    /** The dead_letter reasons the generated and hand-made garbage must produce, kind by kind. */
+    private static Map<String, Long> expectedReasons(GenerationReport report, EdgeCases edges) {
+        Map<Kind, String> reasonOf = new EnumMap<>(Kind.class);
+        reasonOf.put(Kind.EMPTY, "EMPTY");
+        reasonOf.put(Kind.NULL_VALUE, "EMPTY");
+        reasonOf.put(Kind.NOT_AN_OBJECT, "NOT_AN_OBJECT");
+        reasonOf.put(Kind.MISSING_FIELD, "MISSING_FIELD");
+        reasonOf.put(Kind.NULL_FIELD, "NULL_FIELD");
+        reasonOf.put(Kind.WRONG_TYPE, "WRONG_TYPE");
+        reasonOf.put(Kind.NESTED_JUNK, "WRONG_TYPE");
+        reasonOf.put(Kind.NEGATIVE_VOLUME, "NEGATIVE_VOLUME");
+        reasonOf.put(Kind.NON_FINITE_VOLUME, "NON_FINITE_VOLUME");
+        reasonOf.put(Kind.BAD_TIMESTAMP, "BAD_TIMESTAMP");
+        reasonOf.put(Kind.FUTURE_EVENT_TIME, "FUTURE_EVENT_TIME");
+        reasonOf.put(Kind.OVERSIZED, "OVERSIZED");
+        reasonOf.put(Kind.DUPLICATE_FIELD, "DUPLICATE_FIELD");
+        reasonOf.put(Kind.BLANK_ID, "BLANK_ID");
+        reasonOf.put(Kind.INVALID_UTF8, "NOT_UTF8");
+        reasonOf.put(Kind.TRUNCATED_JSON, "NOT_JSON");
+        reasonOf.put(Kind.NOT_JSON, "NOT_JSON");
+        Map<String, Long> expected = new TreeMap<>();
+        for (Map.Entry<Kind, String> e : reasonOf.entrySet()) {
+            if (report.count(e.getKey()) > 0) {
+                expected.merge(e.getValue(), report.count(e.getKey()), Long::sum);
+            }
+        }
+        for (EdgeCases.Sent s : edges.sent) {
+            if (s.edge().expectedReason() != null) {
+                expected.merge(s.edge().expectedReason(), 1L, Long::sum);
+            }
+        }
+        // Binary garbage is NOT_UTF8 or NOT_JSON depending on its first bytes (the decoder's own test
+        // pins which), so those two reasons are compared as one sum.
+        expected = mergeNotUtf8AndNotJson(expected);
+        expected.merge(NOT_UTF8_OR_JSON, report.count(Kind.BINARY_GARBAGE), Long::sum);
+        return expected;
+    }
+
+    private static final String NOT_UTF8_OR_JSON = "NOT_UTF8 + NOT_JSON";
+
+    private static Map<String, Long> mergeNotUtf8AndNotJson(Map<String, Long> reasons) {
+        Map<String, Long> out = new TreeMap<>(reasons);
+        long merged = out.getOrDefault("NOT_UTF8", 0L) + out.getOrDefault("NOT_JSON", 0L);
+        out.remove("NOT_UTF8");
+        out.remove("NOT_JSON");
+        out.put(NOT_UTF8_OR_JSON, merged);
+        return out;
+    }
+
+    /** Every KPI row of the closed days against plain SQL over the raw log: counts, exact volume, exact distinct subscribers. */
+    private static List<String> closedDaysAgainstPlainSql(SparkSession spark, Lakehouse lakehouse, List<LocalDate> days) {
+        String in = String.join(",", days.stream().map(d -> "DATE'" + d + "'").toList());
+        return spark.sql("""
+                WITH truth AS (
+                  SELECT event_date,
+                         timestamp_seconds(floor(unix_seconds(event_ts) / 300) * 300) AS window_start,
+                         cell_site_id, count(*) AS n, sum(CAST(volume_gb AS DECIMAL(38,9))) AS gb,
+                         count(DISTINCT subscriber_id) AS subs
+                  FROM %s WHERE event_date IN (%s) GROUP BY ALL),
+                kpi AS (SELECT * FROM %s WHERE event_date IN (%s))
+                SELECT concat_ws(' ', event_date, window_start, cell_site_id, 'truth', t.n, t.gb, t.subs,
+                                 'kpi', k.record_count, k.total_gb, k.subscribers, k.source)
+                FROM truth t FULL OUTER JOIN kpi k USING (event_date, window_start, cell_site_id)
+                WHERE t.n IS NULL OR k.record_count IS NULL OR t.n <> k.record_count OR t.gb <> k.total_gb
+                   OR t.subs <> k.subscribers OR k.source <> 'batch'
+                LIMIT 20
+                """.formatted(lakehouse.ref(Table.RAW_EVENTS), in, lakehouse.ref(Table.KPI_5M), in))
+                .collectAsList().stream().map(r -> r.getString(0)).toList();
+    }
+
+    // ------------------------------------------------------------------ results
+
+    private void writeResults(Instant began, GenerationReport report, EdgeCases edges, int kills, int restarts, ReconcileLoop reconciles,
+                              ConservationCheck.Report conservation, Map<String, Long> reasons, List<LocalDate> closedDays,
+                              List<String> truthDiff, long lost) throws Exception {
+        StringBuilder r = new StringBuilder();
+        r.append("# Hostile conditions: ").append(plan.name()).append(" run\n\n");
+        r.append(String.format("Run %s, %.1f min wall time, %d cores, java %s.%n%n", began, Duration.between(began, Instant.now()).toSeconds() / 60.0,
+                Runtime.getRuntime().availableProcessors(), System.getProperty("java.version")));
+        r.append("| figure | value |\n|---|---|\n");
+        row(r, "events produced (generator)", String.format("%,d", report.messages()));
+        row(r, "  valid (on time / late)", String.format("%,d (%,d / %,d)", report.valid(), report.onTime(), report.late()));
+        row(r, "  malformed", String.format("%,d of %d kinds", report.invalid(), Kind.invalidKinds().stream().filter(k -> report.count(k) > 0).count()));
+        row(r, "hand-made edge cases", String.format("%d (%d valid, %d invalid)", edges.sent.size(), edges.expectedValid(), edges.expectedInvalid()));
+        row(r, "stream SIGKILLs (restarted each time)", Integer.toString(kills));
+        row(r, "stream starts in total", Integer.toString(streamStarts + 1));
+        row(r, "stream exits nobody asked for", Integer.toString(unexpectedStreamExits));
+        row(r, "broker restarts (SIGTERM / SIGKILL)", String.format("%d (%d / %d)", restarts, (restarts + 1) / 2, restarts / 2));
+        row(r, "reconciles completed during the stream", Integer.toString(reconciles.completed()));
+        row(r, "reconciles SIGKILLed mid-run", Integer.toString(reconciles.killed()));
+        row(r, "reconcile failures", Integer.toString(reconciles.failures.size()));
+        row(r, "raw_events + dead_letter", String.format("%,d + %,d", conservation.rawEvents(), conservation.deadLetters()));
+        row(r, "duplicates", Long.toString(conservation.duplicates()));
+        row(r, "losses", Long.toString(lost));
+        row(r, "conservation", conservation.holds() ? "holds" : "VIOLATED: " + conservation.violations());
+        row(r, "closed days reconciled and checked", closedDays.toString());
+        row(r, "KPI rows differing from plain SQL truth", Integer.toString(truthDiff.size()));
+        r.append("\n## Malformed messages by kind\n\n| kind | generated |\n|---|---|\n");
+        for (Kind k : Kind.invalidKinds()) {
+            row(r, k.name(), String.format("%,d", report.count(k)));
+        }
+        r.append("\n## dead_letter by reason\n\n| reason | rows |\n|---|---|\n");
+        reasons.forEach((k, v) -> row(r, k, String.format("%,d", v)));
+        r.append("\n## Time to recover after each fault\n\n"
+                + "From the fault (stream killed / broker stopped) to the next committed micro-batch; for the broker, from its restart.\n\n"
+                + "| fault | at | recovered after | note |\n|---|---|---|---|\n");
+        for (Fault f : faults) {
+            r.append(String.format("| %s | %s | %.1f s | %s |%n", f.what(), f.at(), f.recoverMs() / 1000.0, f.note()));
+        }
+        r.append(String.format("%nReconcile runs completed in (s): %s%n", reconciles.completedMs.stream().map(ms -> String.format("%.1f", ms / 1000.0)).toList()));
+        if (!findings.isEmpty() || !reconciles.failures.isEmpty() || !truthDiff.isEmpty()) {
+            r.append("\n## Findings\n\n");
+            findings.forEach(f -> r.append("- ").append(f).append('\n'));
+            reconciles.failures.forEach(f -> r.append("- ").append(f).append('\n'));
+            truthDiff.forEach(f -> r.append("- truth differs: ").append(f).append('\n'));
+        }
+        Path out = Path.of(System.getProperty("tidemark.hostile.results", "target/hostile-results.md")).toAbsolutePath();
+        Files.createDirectories(out.getParent());
+        Files.writeString(out, r.toString());
+        say("results written to %s%n%s", out, r);
+    }
+
+    private static void row(StringBuilder r, String k, String v) {
+        r.append("| ").append(k).append(" | ").append(v).append(" |\n");
+    }
+
+    /** Where the run's progress lines also go, as they happen (surefire shows test output only at the end). */
+    private static volatile Path progressFile;
+
+    private static void say(String format, Object... args) {
+        String line = String.format("[hostile %tT] " + format + "%n", java.util.stream.Stream.concat(
+                java.util.stream.Stream.of(new java.util.Date()), java.util.Arrays.stream(args)).toArray());
+        System.out.print(line);
+        Path f = progressFile;
+        if (f != null) {
+            try {
+                Files.writeString(f, line, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+            } catch (java.io.IOException e) {
+                // progress is a convenience
+            }
+        }
+    }
+}
