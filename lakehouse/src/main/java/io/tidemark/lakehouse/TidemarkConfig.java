@@ -36,6 +36,8 @@ public final class TidemarkConfig {
         WINDOW("window", "5 minutes", "KPI window size (tumbling)."),
         LATENESS("lateness", "10 minutes", "Allowed lateness: the watermark trails the max event time by this much."),
         CLOCK_SKEW("clock-skew", "5 minutes", "How far event_ts may be ahead of the Kafka record timestamp before the record is invalid."),
+        MAX_EVENT_AGE("max-event-age", "365 days", "How far event_ts may be behind the Kafka record timestamp before the record is invalid "
+                + "(PAST_EVENT_TIME): catches epoch-zero and year-1 clocks; at most 36500 days. Late records younger than this are kept."),
         MAX_MESSAGE_BYTES("max-message-bytes", "65536", "Messages larger than this go to dead_letter as OVERSIZED."),
         TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval."),
         STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
@@ -170,7 +172,7 @@ public final class TidemarkConfig {
     private void validate() {
         for (Key k : Key.values()) {
             switch (k) {
-                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER -> duration(k);
+                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE -> duration(k);
                 case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
                 case FAIL_ON_DATA_LOSS -> bool(k);
                 default -> {
@@ -186,6 +188,10 @@ public final class TidemarkConfig {
         }
         if (lateness().isNegative()) {
             throw new IllegalArgumentException("lateness must not be negative; got " + get(Key.LATENESS));
+        }
+        if (maxEventAge().compareTo(lateness().plus(w)) <= 0 || maxEventAge().compareTo(Duration.ofDays(36_500)) > 0) {
+            throw new IllegalArgumentException("max-event-age must be longer than lateness + window and at most 36500 days; got "
+                    + get(Key.MAX_EVENT_AGE));
         }
     }
 
@@ -211,6 +217,7 @@ public final class TidemarkConfig {
     public Duration window() { return duration(Key.WINDOW); }
     public Duration lateness() { return duration(Key.LATENESS); }
     public Duration clockSkew() { return duration(Key.CLOCK_SKEW); }
+    public Duration maxEventAge() { return duration(Key.MAX_EVENT_AGE); }
     public Duration trigger() { return duration(Key.TRIGGER); }
     public int maxMessageBytes() { return (int) positiveLong(Key.MAX_MESSAGE_BYTES, false); }
     public long maxOffsetsPerTrigger() { return positiveLong(Key.MAX_OFFSETS_PER_TRIGGER, true); }

@@ -32,6 +32,7 @@ public final class EventDecoder implements Serializable {
 
     private final int maxMessageBytes;
     private final long clockSkewMicros;
+    private final long maxAgeMicros;
 
     /**
      * The largest volume one record may carry: 1e12 GB, a zettabyte. Volumes are summed exactly as
@@ -41,9 +42,14 @@ public final class EventDecoder implements Serializable {
     public static final double MAX_VOLUME_GB = 1e12;
     private transient JsonFactory json;
 
-    public EventDecoder(int maxMessageBytes, long clockSkewMicros) {
+    /**
+     * @param clockSkewMicros how far event_ts may be ahead of the Kafka timestamp
+     * @param maxAgeMicros how far event_ts may be behind the Kafka timestamp
+     */
+    public EventDecoder(int maxMessageBytes, long clockSkewMicros, long maxAgeMicros) {
         this.maxMessageBytes = maxMessageBytes;
         this.clockSkewMicros = clockSkewMicros;
+        this.maxAgeMicros = maxAgeMicros;
     }
 
     /** The outcome: either {@code reason == null} and the four fields set, or a reason and its detail. */
@@ -169,6 +175,10 @@ public final class EventDecoder implements Serializable {
         if (micros - ingestMicros > clockSkewMicros) {
             return out.invalid(InvalidReason.FUTURE_EVENT_TIME, EVENT_TS + " " + ts + " is " + ((micros - ingestMicros) / 1_000_000)
                     + " s ahead of the Kafka timestamp; allowed clock skew is " + (clockSkewMicros / 1_000_000) + " s");
+        }
+        if (ingestMicros - micros > maxAgeMicros) {
+            return out.invalid(InvalidReason.PAST_EVENT_TIME, EVENT_TS + " " + ts + " is " + ((ingestMicros - micros) / 86_400_000_000L)
+                    + " days before the Kafka timestamp; max-event-age is " + (maxAgeMicros / 86_400_000_000L) + " days");
         }
         out.reason = null;
         out.detail = null;

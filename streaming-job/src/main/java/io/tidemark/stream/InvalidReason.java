@@ -35,5 +35,11 @@ public enum InvalidReason {
      */
     VOLUME_TOO_LARGE,
     /** event_ts further ahead of the record's Kafka timestamp than the allowed clock skew. */
-    FUTURE_EVENT_TIME
+    FUTURE_EVENT_TIME,
+    /**
+     * event_ts further behind the record's Kafka timestamp than {@code max-event-age} (default 365
+     * days): an epoch-zero or year-1 clock, not a late record. Found by the hostile-conditions suite:
+     * a year-0 event made a raw_events partition the Python deltalake reader cannot open at all.
+     */
+    PAST_EVENT_TIME
 }

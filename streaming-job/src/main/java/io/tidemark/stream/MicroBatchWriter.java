@@ -66,7 +66,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     public MicroBatchWriter(TidemarkConfig config, BatchListener listener) {
         this.config = config;
         this.lakehouse = Lakehouse.of(config);
-        this.classifier = new RecordClassifier(config.maxMessageBytes(), config.clockSkew(), config.window());
+        this.classifier = new RecordClassifier(config.maxMessageBytes(), config.clockSkew(), config.maxEventAge(), config.window());
         this.listener = listener;
     }
 

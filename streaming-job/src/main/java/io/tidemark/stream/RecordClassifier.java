@@ -43,8 +43,8 @@ public final class RecordClassifier {
     private final int maxMessageBytes;
     private final UserDefinedFunction decode;
 
-    public RecordClassifier(int maxMessageBytes, Duration clockSkew, Duration window) {
-        this.decoder = new EventDecoder(maxMessageBytes, clockSkew.toNanos() / 1000);
+    public RecordClassifier(int maxMessageBytes, Duration clockSkew, Duration maxEventAge, Duration window) {
+        this.decoder = new EventDecoder(maxMessageBytes, clockSkew.toNanos() / 1000, maxEventAge.toNanos() / 1000);
         this.window = window;
         this.maxMessageBytes = maxMessageBytes;
         EventDecoder d = decoder;

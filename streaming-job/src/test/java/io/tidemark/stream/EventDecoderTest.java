@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 class EventDecoderTest {
     private static final long INGEST = micros("2026-11-29T12:00:00Z");
-    private final EventDecoder decoder = new EventDecoder(1024, 5 * 60 * 1_000_000L);
+    private final EventDecoder decoder = new EventDecoder(1024, 5 * 60 * 1_000_000L, 365 * 86_400_000_000L);
 
     private static long micros(String iso) {
         Instant i = Instant.parse(iso);
@@ -67,6 +67,10 @@ class EventDecoderTest {
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1e308}|VOLUME_TOO_LARGE",
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:00:00Z\",\"volume_gb\":1.0000001e12}|VOLUME_TOO_LARGE",
             "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:05:00.001Z\",\"volume_gb\":1}|FUTURE_EVENT_TIME",
+            // Regression (hostile-conditions suite): a year-0 partition made raw_events unreadable for the deltalake package.
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"0000-06-01T00:00:00Z\",\"volume_gb\":1}|PAST_EVENT_TIME",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"1970-01-01T00:00:00Z\",\"volume_gb\":1}|PAST_EVENT_TIME",
+            "{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2025-11-29T11:59:59.999Z\",\"volume_gb\":1}|PAST_EVENT_TIME",
     })
     void refusesWithTheRightReason(String json, InvalidReason expected) {
         EventDecoder.Decoded d = decode(json);
@@ -77,6 +81,11 @@ class EventDecoderTest {
     @Test
     void clockSkewBoundaryIsInclusive() {
         assertThat(decode("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2026-11-29T12:05:00Z\",\"volume_gb\":0}").reason).isNull();
+    }
+
+    @Test
+    void maxEventAgeBoundaryIsInclusive() {
+        assertThat(decode("{\"subscriber_id\":\"s\",\"cell_site_id\":\"c\",\"event_ts\":\"2025-11-29T12:00:00Z\",\"volume_gb\":1}").reason).isNull();
     }
 
     @Test

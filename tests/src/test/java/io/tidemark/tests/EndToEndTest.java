@@ -81,6 +81,7 @@ class EndToEndTest {
         assertThat(reasons.getOrDefault("WRONG_TYPE", 0L)).isEqualTo(produced.count(Kind.WRONG_TYPE) + produced.count(Kind.NESTED_JUNK));
         assertThat(reasons.getOrDefault("DUPLICATE_FIELD", 0L)).isEqualTo(produced.count(Kind.DUPLICATE_FIELD));
         assertThat(reasons.getOrDefault("BLANK_ID", 0L)).isEqualTo(produced.count(Kind.BLANK_ID));
+        assertThat(reasons.getOrDefault("PAST_EVENT_TIME", 0L)).isEqualTo(produced.count(Kind.PAST_EVENT_TIME));
         assertThat(reasons.getOrDefault("NEGATIVE_VOLUME", 0L)).isEqualTo(produced.count(Kind.NEGATIVE_VOLUME));
         assertThat(reasons.getOrDefault("NON_FINITE_VOLUME", 0L)).isEqualTo(produced.count(Kind.NON_FINITE_VOLUME));
         assertThat(reasons.getOrDefault("BAD_TIMESTAMP", 0L)).isEqualTo(produced.count(Kind.BAD_TIMESTAMP));

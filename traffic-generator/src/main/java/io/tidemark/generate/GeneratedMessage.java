@@ -117,6 +117,8 @@ public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTi
         BLANK_ID(1),
         /** A required field holding nested objects and arrays (3 to 40 levels deep) instead of its value. */
         NESTED_JUNK(1),
+        /** event_ts years behind the event clock: the epoch (1970-01-01), year 1, or 2 to 30 years back. */
+        PAST_EVENT_TIME(1),
         /** A valid-looking message padded by an extra field to {@code oversizedBytes} (default 128 KiB). */
         OVERSIZED(0.25);
 

@@ -336,6 +336,15 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
                 writeRecord(nestedCursor++ & 3, raw.toBytes(), false);
                 buf.b('}');
             }
+            case PAST_EVENT_TIME -> {
+                String ts = switch (rng.nextInt(3)) {
+                    case 0 -> "1970-01-01T00:00:00Z";
+                    case 1 -> "0001-01-01T00:00:00Z";
+                    default -> java.time.Instant.ofEpochMilli(clock - (2 + rng.nextInt(29)) * 365L * 86_400_000L).toString();
+                };
+                writeRecord(EVENT_TS, ascii('"' + ts + '"'), false);
+                buf.b('}');
+            }
             case OVERSIZED -> writeOversized();
             default -> throw new IllegalStateException("not an invalid kind: " + kind);
         }

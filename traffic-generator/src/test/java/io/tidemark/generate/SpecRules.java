@@ -23,6 +23,7 @@ final class SpecRules {
 
     static final int MAX_MESSAGE_BYTES = 64 * 1024;
     static final long CLOCK_SKEW_MILLIS = 5 * 60_000L;
+    static final long MAX_EVENT_AGE_MILLIS = 365 * 86_400_000L;
 
     /** Like Spark's JSON reader: NaN and Infinity tokens are numbers; unlike it, trailing tokens fail. */
     static final JsonMapper MAPPER = JsonMapper.builder()
@@ -108,6 +109,9 @@ final class SpecRules {
         }
         if (eventTime.toEpochMilli() > ingestMillis + CLOCK_SKEW_MILLIS) {
             return "FUTURE_EVENT_TIME";
+        }
+        if (eventTime.toEpochMilli() < ingestMillis - MAX_EVENT_AGE_MILLIS) {
+            return "PAST_EVENT_TIME";
         }
         return null;
     }

@@ -81,7 +81,7 @@ class TrafficGeneratorTest {
             }
         });
         assertThat(java.util.HexFormat.of().formatHex(md.digest()))
-                .isEqualTo("33c4809a95dad0c3a3f2d9a862a6797b6236ca8c2833f55342d61ae26ef4aae7");
+                .isEqualTo("7d83337123f0d3b559ac2f692d286c9b447248ee6774320e1bf09e74266e2afa");
     }
 
     @Test
@@ -181,7 +181,8 @@ class TrafficGeneratorTest {
                 Map.entry(WRONG_TYPE, "WRONG_TYPE"), Map.entry(NEGATIVE_VOLUME, "NEGATIVE_VOLUME"),
                 Map.entry(NON_FINITE_VOLUME, "NON_FINITE_VOLUME"), Map.entry(BAD_TIMESTAMP, "BAD_TIMESTAMP"),
                 Map.entry(FUTURE_EVENT_TIME, "FUTURE_EVENT_TIME"), Map.entry(OVERSIZED, "OVERSIZED"),
-                Map.entry(DUPLICATE_FIELD, "DUPLICATE_FIELD"), Map.entry(BLANK_ID, "BLANK_ID"), Map.entry(NESTED_JUNK, "WRONG_TYPE"));
+                Map.entry(DUPLICATE_FIELD, "DUPLICATE_FIELD"), Map.entry(BLANK_ID, "BLANK_ID"), Map.entry(NESTED_JUNK, "WRONG_TYPE"),
+                Map.entry(PAST_EVENT_TIME, "PAST_EVENT_TIME"));
         Map<Kind, Set<String>> seen = new EnumMap<>(Kind.class);
         Set<String> missing = new HashSet<>();
         Set<String> nulled = new HashSet<>();
@@ -427,7 +428,7 @@ class TrafficGeneratorTest {
         assertThat(a.toString()).contains("ON_TIME", "key=k", "value=v");
         assertThatThrownBy(() -> new GeneratedMessage(null, new byte[0], ON_TIME))
                 .hasMessageContaining("ON_TIME message must carry an event time");
-        if (Kind.invalidKinds().contains(ON_TIME) || Kind.invalidKinds().size() != 18) {
+        if (Kind.invalidKinds().contains(ON_TIME) || Kind.invalidKinds().size() != 19) {
             fail("invalid kinds: " + Kind.invalidKinds());
         }
     }
