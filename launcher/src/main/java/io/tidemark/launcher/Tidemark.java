@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 
 import io.tidemark.broker.BrokerException;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.stream.StreamFailure;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -135,6 +136,15 @@ public final class Tidemark implements Callable<Integer> {
                 c.getErr().println(name + ": " + ex.getMessage());
                 c.getErr().flush();
                 return INTERRUPTED;
+            }
+            if (ex instanceof StreamFailure f) {
+                // A cause the operator can act on: one line; the trace only on request.
+                c.getErr().println(name + ": " + f.getMessage());
+                if (env.get("TIDEMARK_DEBUG") != null) {
+                    f.getCause().printStackTrace(c.getErr());
+                }
+                c.getErr().flush();
+                return f.exitCode();
             }
             if (isBadInput(ex)) {
                 c.getErr().println(name + ": " + firstLine(ex.getMessage()));
