@@ -73,12 +73,13 @@ public final class StreamingJob {
     /**
      * What must hold before Kafka is read: both paths writable (else {@link StorageUnavailableException}),
      * and the checkpoint and lakehouse written with this query definition (else
-     * {@link io.tidemark.lakehouse.IncompatibleQueryException}). Writes nothing but a deleted probe file.
+     * {@link io.tidemark.lakehouse.IncompatibleQueryException}, checked first: a refused start creates nothing).
+     * Writes nothing but the two directories and a deleted probe file.
      */
     public void checkBeforeStart() {
+        QueryDefinition.verify(spark, config);
         StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name);
-        QueryDefinition.verify(spark, config);
     }
 
     public void close() {
