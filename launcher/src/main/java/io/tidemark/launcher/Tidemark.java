@@ -266,6 +266,10 @@ public final class Tidemark implements Callable<Integer> {
             System.setProperty("spark.sql.warehouse.dir",
                     Path.of(System.getProperty("java.io.tmpdir"), "tidemark-spark-warehouse-" + System.getProperty("user.name")).toString());
         }
+        if (System.getenv("TIDEMARK_DEBUG") == null && System.getProperty("tidemark.log.trace") == null) {
+            // Before the first log line: Spark's ERROR lines without their traces (log4j2.properties).
+            System.setProperty("tidemark.log.trace", "none");
+        }
         quietKnownNoise();
         int code = run(args, System.getenv(), new PrintWriter(System.out, true), new PrintWriter(System.err, true));
         System.exit(code);
