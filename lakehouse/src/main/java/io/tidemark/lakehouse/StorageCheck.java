@@ -120,7 +120,8 @@ public final class StorageCheck {
     }
 
     private static StorageUnavailableException unavailable(String setting, Object path, Cause cause, String detail, Throwable e) {
+        boolean saysNothingMore = detail == null || detail.equalsIgnoreCase(cause.what);
         return new StorageUnavailableException("cannot write " + setting + " " + path + ": " + cause.what
-                + (detail == null ? "" : " (" + detail + ")") + "; " + cause.hint, cause, e);
+                + (saysNothingMore ? "" : " (" + detail + ")") + "; " + cause.hint, cause, e);
     }
 }

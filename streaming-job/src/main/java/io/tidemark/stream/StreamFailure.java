@@ -90,17 +90,41 @@ public final class StreamFailure extends RuntimeException {
         if (cause == null) {
             return Optional.empty();
         }
-        String where = file != null ? whereFile(file, config) : culprit(config, cause);
+        // Only a failure of our own paths: an unreadable keystore or a full Spark scratch disk is someone else's story.
+        String text = chainText(t);
+        boolean checkpoint = (file != null && file.startsWith(config.checkpointUri())) || text.contains(config.checkpointUri());
+        boolean lakehouse = (file != null && file.startsWith(config.lakehouseUri())) || text.contains(config.lakehouseUri());
+        if (!checkpoint && !lakehouse && !(cause == StorageCheck.Cause.NO_SPACE && nearlyFull(config))) {
+            return Optional.empty();
+        }
+        String where = checkpoint && !lakehouse ? "the checkpoint " + config.checkpointUri()
+                : lakehouse && !checkpoint ? "the lakehouse " + config.lakehouseUri()
+                : culprit(config, cause);
+        if (cause == StorageCheck.Cause.NO_SPACE && !where.contains(" free now") && !where.contains(" or ")) {
+            long free = usable(where.startsWith("the checkpoint") ? config.checkpointUri() : config.lakehouseUri());
+            where = free >= 0 ? where + " (" + mb(free) + " free now)" : where;
+        }
+        if (file != null) {
+            where = where + ", file " + file;
+        }
         String message = cause.what + " writing " + where + "; " + cause.hint + ", then start the stream again: nothing is lost, "
                 + "the checkpoint did not advance past the failed batch and the restart replays it exactly once";
         return Optional.of(new StreamFailure(message, 1, t));
     }
 
-    private static String whereFile(String file, TidemarkConfig config) {
-        if (file.startsWith(config.checkpointUri())) {
-            return "the checkpoint " + config.checkpointUri() + " (" + file + ")";
+    private static String chainText(Throwable t) {
+        StringBuilder sb = new StringBuilder();
+        for (Throwable c = t; c != null; c = next(c)) {
+            sb.append(c.getMessage()).append('\n');
         }
-        return "the lakehouse " + config.lakehouseUri() + " (" + file + ")";
+        return sb.toString();
+    }
+
+    /** The lakehouse's or the checkpoint's file system has less than 16 MB left. */
+    private static boolean nearlyFull(TidemarkConfig config) {
+        long lh = usable(config.lakehouseUri());
+        long cp = usable(config.checkpointUri());
+        return (lh >= 0 && lh < 16_000_000) || (cp >= 0 && cp < 16_000_000);
     }
 
     /** Which of the two paths it was: for a full disk the one with (almost) no space left. */
