@@ -30,15 +30,16 @@ public final class TidemarkConfig {
     /** Every named setting, its default and what it means. */
     public enum Key {
         KAFKA_BOOTSTRAP("kafka.bootstrap-servers", "127.0.0.1:9092", "Kafka bootstrap servers."),
-        TOPIC("topic", "network-events", "Kafka topic the events arrive on."),
+        TOPIC("topic", "network-events", "Kafka topic the events arrive on. Fixed for a checkpoint and lakehouse: a restart with another topic is refused."),
         LAKEHOUSE("lakehouse", "./data/lakehouse", "Root of the Delta tables (any Hadoop-compatible path)."),
         CHECKPOINT("stream.checkpoint", "./data/checkpoints/stream", "Checkpoint of the streaming query."),
-        WINDOW("window", "5 minutes", "KPI window size (tumbling)."),
-        LATENESS("lateness", "10 minutes", "Allowed lateness: the watermark trails the max event time by this much."),
-        CLOCK_SKEW("clock-skew", "5 minutes", "How far event_ts may be ahead of the Kafka record timestamp before the record is invalid."),
+        WINDOW("window", "5 minutes", "KPI window size (tumbling). Fixed for a checkpoint and lakehouse: a restart with another window is refused."),
+        LATENESS("lateness", "10 minutes", "Allowed lateness: the watermark trails the max event time by this much. Fixed for a checkpoint and lakehouse: a restart with another lateness is refused."),
+        CLOCK_SKEW("clock-skew", "5 minutes", "How far event_ts may be ahead of the Kafka record timestamp before the record is invalid. May change between runs (applies to records read from then on), not while a batch is pending replay."),
         MAX_EVENT_AGE("max-event-age", "365 days", "How far event_ts may be behind the Kafka record timestamp before the record is invalid "
-                + "(PAST_EVENT_TIME): catches epoch-zero and year-1 clocks; at most 36500 days. Late records younger than this are kept."),
-        MAX_MESSAGE_BYTES("max-message-bytes", "65536", "Messages larger than this go to dead_letter as OVERSIZED."),
+                + "(PAST_EVENT_TIME): catches epoch-zero and year-1 clocks; at most 36500 days. Late records younger than this are kept. "
+                + "May change between runs (applies to records read from then on), not while a batch is pending replay."),
+        MAX_MESSAGE_BYTES("max-message-bytes", "65536", "Messages larger than this go to dead_letter as OVERSIZED. May change between runs (applies to records read from then on), not while a batch is pending replay."),
         TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval."),
         STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
         MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", "500000", "Backpressure: at most this many Kafka records per micro-batch (0 = unlimited)."),

@@ -12,6 +12,7 @@ import org.apache.spark.sql.streaming.StreamingQueryException;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.stream.StreamFailure;
 import io.tidemark.stream.StreamingJob;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -70,7 +71,12 @@ final class StreamCommand extends TidemarkCommand {
             say("stopping after the current batch (Ctrl-C again stops at once; that batch is then replayed from the checkpoint) ...");
             GracefulStop.stopBetweenBatches(q, STOP_PATIENCE);
         });
-        StreamingQuery query = job.start(availableNow);
+        StreamingQuery query;
+        try {
+            query = job.start(availableNow);
+        } catch (RuntimeException e) {
+            throw StreamFailure.explain(e, config).<RuntimeException>map(f -> f).orElse(e);
+        }
         running.set(query);
         // Any other way the JVM goes down: stop the query before Spark stops its context.
         Object hook = SparkShutdown.register(() -> {
@@ -87,6 +93,10 @@ final class StreamCommand extends TidemarkCommand {
             query.awaitTermination();
         } catch (StreamingQueryException e) {
             if (!stop.requested()) {
+                java.util.Optional<StreamFailure> clear = StreamFailure.explain(e, config);
+                if (clear.isPresent()) {
+                    throw clear.get();
+                }
                 throw new IllegalStateException("the streaming query failed: " + Tidemark.firstLine(e.getMessage()),
                         e.getCause() != null ? e.getCause() : e);
             }

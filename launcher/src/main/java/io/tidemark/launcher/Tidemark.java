@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 
 import io.tidemark.broker.BrokerException;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.stream.StreamFailure;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -136,6 +137,15 @@ public final class Tidemark implements Callable<Integer> {
                 c.getErr().flush();
                 return INTERRUPTED;
             }
+            if (ex instanceof StreamFailure f) {
+                // A cause the operator can act on: one line; the trace only on request.
+                c.getErr().println(name + ": " + f.getMessage());
+                if (env.get("TIDEMARK_DEBUG") != null) {
+                    f.getCause().printStackTrace(c.getErr());
+                }
+                c.getErr().flush();
+                return f.exitCode();
+            }
             if (isBadInput(ex)) {
                 c.getErr().println(name + ": " + firstLine(ex.getMessage()));
                 c.getErr().flush();
@@ -255,6 +265,10 @@ public final class Tidemark implements Callable<Integer> {
         if (System.getProperty("spark.sql.warehouse.dir") == null) {
             System.setProperty("spark.sql.warehouse.dir",
                     Path.of(System.getProperty("java.io.tmpdir"), "tidemark-spark-warehouse-" + System.getProperty("user.name")).toString());
+        }
+        if (System.getenv("TIDEMARK_DEBUG") == null && System.getProperty("tidemark.log.trace") == null) {
+            // Before the first log line: Spark's ERROR lines without their traces (log4j2.properties).
+            System.setProperty("tidemark.log.trace", "none");
         }
         quietKnownNoise();
         int code = run(args, System.getenv(), new PrintWriter(System.out, true), new PrintWriter(System.err, true));

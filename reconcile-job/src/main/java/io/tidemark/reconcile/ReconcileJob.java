@@ -31,7 +31,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
 
 import io.delta.tables.DeltaTable;
+import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.QueryDefinition;
+import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
@@ -99,6 +102,9 @@ public final class ReconcileJob {
      * @throws ReconcileFailedException  a day could not be replaced; earlier days of the run are done
      */
     public ReconcileResult run(DaySelection selection, boolean dryRun) {
+        if (!dryRun) {
+            StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
+        }
         ensureTables();
         Instant started = Instant.now();
         String runId = "reconcile-" + RUN_ID_TIME.format(started) + "-" + UUID.randomUUID().toString().substring(0, 8);
@@ -253,6 +259,11 @@ public final class ReconcileJob {
 
     private void ensureTables() {
         if (!registered) {
+            try {
+                QueryDefinition.requireLakehouseWindow(spark, config);
+            } catch (IncompatibleQueryException e) {
+                throw new ReconcileRefusedException(e.getMessage());
+            }
             lakehouse.createAndRegister(spark);
             registered = true;
         }
@@ -304,6 +315,9 @@ public final class ReconcileJob {
         } catch (ReconcileRefusedException e) {
             status = 2;
             message = CommitRetry.oneLine(e);
+        } catch (StorageCheck.StorageUnavailableException e) {
+            status = 1;
+            message = e.getMessage();
         } catch (RuntimeException e) {
             e.printStackTrace();
             status = 1;

@@ -1,6 +1,7 @@
 package io.tidemark.stream;
 
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 
 import org.apache.spark.sql.Dataset;
@@ -8,9 +9,13 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.DataStreamReader;
 import org.apache.spark.sql.streaming.StreamingQuery;
+import org.slf4j.LoggerFactory;
 import org.apache.spark.sql.streaming.Trigger;
 
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.QueryDefinition;
+import io.tidemark.lakehouse.StorageCheck;
+import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 
@@ -51,7 +56,9 @@ public final class StreamingJob {
 
     /** Starts the query: continuous at the trigger interval, or draining what is there and stopping. */
     public StreamingQuery start(boolean availableNow) throws TimeoutException {
+        checkBeforeStart();
         Lakehouse.of(config).createAndRegister(spark);
+        QueryDefinition.record(spark, config);
         // The batch is cached once and read by four writers; compressing the cache costs more than it saves here.
         spark.conf().set("spark.sql.inMemoryColumnarStorage.compressed", "false");
         Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
@@ -61,6 +68,18 @@ public final class StreamingJob {
                 .trigger(trigger)
                 .foreachBatch(writer)
                 .start();
+    }
+
+    /**
+     * What must hold before Kafka is read: both paths writable (else {@link StorageUnavailableException}),
+     * and the checkpoint and lakehouse written with this query definition (else
+     * {@link io.tidemark.lakehouse.IncompatibleQueryException}, checked first: a refused start creates nothing).
+     * Writes nothing but the two directories and a deleted probe file.
+     */
+    public void checkBeforeStart() {
+        QueryDefinition.verify(spark, config);
+        StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
+        StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name);
     }
 
     public void close() {
@@ -84,6 +103,25 @@ public final class StreamingJob {
             b.set(a.substring(0, eq), a.substring(eq + 1));
         }
         TidemarkConfig config = b.build();
+        try {
+            run(config, availableNow);
+        } catch (Throwable t) {
+            Optional<StreamFailure> clear = StreamFailure.explain(t, config);
+            if (clear.isEmpty()) {
+                throw t;
+            }
+            LoggerFactory.getLogger(StreamingJob.class).debug("the stream failed", t);
+            if (System.getenv("TIDEMARK_DEBUG") != null) {
+                t.printStackTrace();
+            }
+            // Last, after Spark's own output: the line an operator (or a scheduler's log tail) sees.
+            System.err.println("tidemark stream: " + clear.get().getMessage());
+            System.err.flush();
+            System.exit(clear.get().exitCode());
+        }
+    }
+
+    private static void run(TidemarkConfig config, boolean availableNow) throws Exception {
         SparkSession spark = SparkSessions.create(config, "tidemark-stream");
         StreamingJob job = new StreamingJob(spark, config, null);
         StreamingQuery q = job.start(availableNow);

@@ -1,0 +1,345 @@
+package io.tidemark.lakehouse;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TidemarkConfig.Key;
+
+/**
+ * The settings that decide what the stream's numbers mean, recorded where they cannot be separated
+ * from what they describe: a file {@value #FILE} in the checkpoint directory, and table properties
+ * {@code tidemark.query.*} on {@code kpi_5m} and {@code stream_progress}.
+ *
+ * <p>Incompatible (refused on restart): {@code window} (kpi_5m would mix window sizes),
+ * {@code lateness} (which records are late would change mid-stream), {@code topic} (the checkpoint's
+ * offsets and the lakehouse's rows belong to the old topic).
+ *
+ * <p>Compatible: {@code clock-skew}, {@code max-event-age} and {@code max-message-bytes} are validation rules for records
+ * read from now on, so they may change between batches; but not while a batch is pending replay
+ * (planned in the checkpoint, not committed): a replay skips the tables that already hold the batch
+ * and classifies the rest again, so a record could land in both raw_events and dead_letter.
+ */
+public record QueryDefinition(Duration window, Duration lateness, String topic, Duration clockSkew, Duration maxEventAge,
+                              int maxMessageBytes) {
+
+    /** The file in the checkpoint directory. */
+    public static final String FILE = "tidemark-query.json";
+    /** Prefix of the Delta table properties. */
+    public static final String PROPERTY_PREFIX = "tidemark.query.";
+
+    private static final List<Key> INCOMPATIBLE = List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC);
+    private static final List<Key> REPLAY_SENSITIVE = List.of(Key.CLOCK_SKEW, Key.MAX_EVENT_AGE, Key.MAX_MESSAGE_BYTES);
+    private static final List<Table> STAMPED = List.of(Table.KPI_5M, Table.STREAM_PROGRESS);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    public static QueryDefinition of(TidemarkConfig config) {
+        return new QueryDefinition(config.window(), config.lateness(), config.topic(), config.clockSkew(), config.maxEventAge(),
+                config.maxMessageBytes());
+    }
+
+    /** Setting name to its canonical text (durations in ISO-8601, so "5 minutes" and "5m" agree). */
+    public Map<String, String> settings() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put(Key.WINDOW.name, window.toString());
+        m.put(Key.LATENESS.name, lateness.toString());
+        m.put(Key.TOPIC.name, topic);
+        m.put(Key.CLOCK_SKEW.name, clockSkew.toString());
+        m.put(Key.MAX_EVENT_AGE.name, maxEventAge.toString());
+        m.put(Key.MAX_MESSAGE_BYTES.name, String.valueOf(maxMessageBytes));
+        return m;
+    }
+
+    /** What one place (the checkpoint when table is null, or one table) says the definition was; missing keys are absent. */
+    record Recorded(Table table, Map<String, String> settings) {
+    }
+
+    /**
+     * Refuses to start when the checkpoint or the lakehouse was written with another definition.
+     * Reads only: nothing is written, so a refused start leaves both exactly as they were.
+     *
+     * @throws IncompatibleQueryException naming each changed setting (old -> new) and how to recover
+     */
+    public static void verify(SparkSession spark, TidemarkConfig config) {
+        QueryDefinition now = of(config);
+        Lakehouse lakehouse = Lakehouse.of(config);
+        List<Recorded> recorded = recorded(spark, config, lakehouse);
+        long pending = pendingBatch(spark, config.checkpointUri());
+        Map<Key, String[]> changed = new LinkedHashMap<>();
+        boolean checkpoint = false;
+        List<String> tables = new ArrayList<>();
+        for (Recorded r : recorded) {
+            boolean differs = false;
+            for (Key k : INCOMPATIBLE) {
+                differs |= compare(k, r, now, changed);
+            }
+            if (pending >= 0) {
+                for (Key k : REPLAY_SENSITIVE) {
+                    differs |= compare(k, r, now, changed);
+                }
+            }
+            if (differs) {
+                if (r.table() == null) {
+                    checkpoint = true;
+                } else {
+                    tables.add(r.table().tableName());
+                }
+            }
+        }
+        if (!changed.isEmpty()) {
+            List<String> where = new ArrayList<>();
+            if (checkpoint) {
+                where.add("the checkpoint " + config.checkpointUri());
+            }
+            if (!tables.isEmpty()) {
+                where.add("the lakehouse " + lakehouse.root() + " (" + String.join(", ", tables) + ")");
+            }
+            throw new IncompatibleQueryException(message(changed, where, pending, config));
+        }
+    }
+
+    /** Records the definition in the checkpoint and on the tables where it is missing or out of date (after {@link #verify}). */
+    public static void record(SparkSession spark, TidemarkConfig config) {
+        QueryDefinition now = of(config);
+        Map<String, String> settings = now.settings();
+        Lakehouse lakehouse = Lakehouse.of(config);
+        for (Table t : STAMPED) {
+            Map<String, String> props = tableSettings(spark, lakehouse.path(t));
+            if (!settings.equals(props)) {
+                StringBuilder sql = new StringBuilder("ALTER TABLE " + lakehouse.ref(t) + " SET TBLPROPERTIES (");
+                String sep = "";
+                for (Map.Entry<String, String> e : settings.entrySet()) {
+                    sql.append(sep).append('\'').append(PROPERTY_PREFIX).append(e.getKey()).append("' = '")
+                            .append(e.getValue().replace("'", "\\'")).append('\'');
+                    sep = ", ";
+                }
+                spark.sql(sql.append(')').toString());
+            }
+        }
+        Map<String, String> file = checkpointSettings(spark, config.checkpointUri());
+        if (!settings.equals(file)) {
+            writeCheckpointFile(spark, config.checkpointUri(), settings);
+        }
+    }
+
+    /**
+     * The window the lakehouse's kpi_5m was written with, checked against the configuration: the
+     * batch layer must recompute days with the stream's window, or it would replace 5-minute rows
+     * with 10-minute ones.
+     *
+     * @throws IncompatibleQueryException the configured window differs from the lakehouse's
+     */
+    public static void requireLakehouseWindow(SparkSession spark, TidemarkConfig config) {
+        Lakehouse lakehouse = Lakehouse.of(config);
+        Map<String, String> props = tableSettings(spark, lakehouse.path(Table.KPI_5M));
+        String recorded = props.get(Key.WINDOW.name);
+        if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
+            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + human(Duration.parse(recorded))
+                    + " KPI windows (kpi_5m property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
+                    + human(config.window()) + "; set window back to " + human(Duration.parse(recorded))
+                    + " (the stream's window): reconcile recomputes days with the window the stream wrote");
+        }
+    }
+
+    private static boolean compare(Key k, Recorded r, QueryDefinition now, Map<Key, String[]> changed) {
+        String old = r.settings().get(k.name);
+        String current = now.settings().get(k.name);
+        if (old == null || old.equals(current)) {
+            return false;
+        }
+        changed.putIfAbsent(k, new String[] {old, current});
+        return true;
+    }
+
+    private static String message(Map<Key, String[]> changed, List<String> where, long pending, TidemarkConfig config) {
+        StringBuilder sb = new StringBuilder(String.join(" and ", where))
+                .append(where.size() > 1 ? " were" : " was").append(" written with another query definition: ");
+        String sep = "";
+        for (Map.Entry<Key, String[]> e : changed.entrySet()) {
+            sb.append(sep).append(e.getKey().name).append(' ').append(show(e.getKey(), e.getValue()[0]))
+                    .append(" -> ").append(show(e.getKey(), e.getValue()[1]));
+            sep = ", ";
+        }
+        sb.append(". Nothing was read or written. To recover: put ");
+        sep = "";
+        for (Map.Entry<Key, String[]> e : changed.entrySet()) {
+            sb.append(sep).append(e.getKey().name).append(" back to ").append(show(e.getKey(), e.getValue()[0]));
+            sep = " and ";
+        }
+        boolean incompatible = changed.keySet().stream().anyMatch(INCOMPATIBLE::contains);
+        if (incompatible) {
+            sb.append("; or, to run with the new settings, start a new checkpoint and a new lakehouse (stream.checkpoint and lakehouse "
+                    + "pointing at empty directories)");
+        }
+        if (changed.containsKey(Key.TOPIC)) {
+            sb.append("; the checkpoint's Kafka offsets and the lakehouse's rows belong to topic '").append(changed.get(Key.TOPIC)[0])
+                    .append("': to move to topic '").append(config.topic())
+                    .append("' keep the old lakehouse as it is (reconcile it with topic '").append(changed.get(Key.TOPIC)[0])
+                    .append("') and start the new topic in a new checkpoint and a new lakehouse");
+        }
+        if (changed.keySet().stream().anyMatch(REPLAY_SENSITIVE::contains)) {
+            sb.append("; ").append(String.join(" and ", changed.keySet().stream().filter(REPLAY_SENSITIVE::contains).map(k -> k.name).toList()))
+                    .append(" may change between batches, but batch ").append(pending)
+                    .append(" is pending replay in the checkpoint and must be classified as it was first: start with the old value until "
+                            + "that batch commits, then change it");
+        }
+        return sb.toString();
+    }
+
+    private static String show(Key k, String canonical) {
+        return switch (k) {
+            case WINDOW, LATENESS, CLOCK_SKEW, MAX_EVENT_AGE -> human(Duration.parse(canonical));
+            case TOPIC -> "'" + canonical + "'";
+            default -> canonical;
+        };
+    }
+
+    /** "5 minutes", "90 seconds", "2 hours", "0 seconds". */
+    public static String human(Duration d) {
+        long ms = d.toMillis();
+        if (ms == 0) {
+            return "0 seconds";
+        }
+        if (ms % 3_600_000 == 0) {
+            return plural(ms / 3_600_000, "hour");
+        }
+        if (ms % 60_000 == 0) {
+            return plural(ms / 60_000, "minute");
+        }
+        if (ms % 1000 == 0) {
+            return plural(ms / 1000, "second");
+        }
+        return ms + " ms";
+    }
+
+    private static String plural(long n, String unit) {
+        return n + " " + unit + (n == 1 ? "" : "s");
+    }
+
+    private static List<Recorded> recorded(SparkSession spark, TidemarkConfig config, Lakehouse lakehouse) {
+        List<Recorded> out = new ArrayList<>();
+        Map<String, String> file = checkpointSettings(spark, config.checkpointUri());
+        if (!file.isEmpty()) {
+            out.add(new Recorded(null, file));
+        }
+        for (Table t : STAMPED) {
+            Map<String, String> props = tableSettings(spark, lakehouse.path(t));
+            if (!props.isEmpty()) {
+                out.add(new Recorded(t, props));
+            }
+        }
+        return out;
+    }
+
+    /** The tidemark.query.* properties of a Delta table, empty when it is not a Delta table (yet). */
+    static Map<String, String> tableSettings(SparkSession spark, String path) {
+        if (!io.delta.tables.DeltaTable.isDeltaTable(spark, path)) {
+            return Map.of();
+        }
+        Row detail = io.delta.tables.DeltaTable.forPath(spark, path).detail().select("properties").first();
+        Map<String, String> props = detail.isNullAt(0) ? Map.of() : detail.getJavaMap(0);
+        Map<String, String> out = new TreeMap<>();
+        props.forEach((k, v) -> {
+            if (k.startsWith(PROPERTY_PREFIX)) {
+                out.put(k.substring(PROPERTY_PREFIX.length()), v);
+            }
+        });
+        return sameOrder(out);
+    }
+
+    private static Map<String, String> sameOrder(Map<String, String> m) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Key k : List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC, Key.CLOCK_SKEW, Key.MAX_EVENT_AGE, Key.MAX_MESSAGE_BYTES)) {
+            if (m.containsKey(k.name)) {
+                out.put(k.name, m.get(k.name));
+            }
+        }
+        m.forEach(out::putIfAbsent);
+        return out;
+    }
+
+    private static org.apache.hadoop.fs.Path checkpointPath(String checkpointUri, String relative) {
+        return new org.apache.hadoop.fs.Path(new org.apache.hadoop.fs.Path(checkpointUri), relative);
+    }
+
+    private static FileSystem fs(SparkSession spark, org.apache.hadoop.fs.Path p) throws IOException {
+        return p.getFileSystem(spark.sparkContext().hadoopConfiguration());
+    }
+
+    static Map<String, String> checkpointSettings(SparkSession spark, String checkpointUri) {
+        org.apache.hadoop.fs.Path p = checkpointPath(checkpointUri, FILE);
+        try {
+            FileSystem fs = fs(spark, p);
+            if (!fs.exists(p)) {
+                return Map.of();
+            }
+            try (InputStream in = fs.open(p)) {
+                return sameOrder(JSON.readValue(in, new TypeReference<Map<String, String>>() { }));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the query definition " + p + ": " + e.getMessage()
+                    + "; if the file is damaged, delete it: the next start writes it again from the lakehouse's tables", e);
+        }
+    }
+
+    private static void writeCheckpointFile(SparkSession spark, String checkpointUri, Map<String, String> settings) {
+        org.apache.hadoop.fs.Path p = checkpointPath(checkpointUri, FILE);
+        org.apache.hadoop.fs.Path tmp = checkpointPath(checkpointUri, "." + FILE + ".tmp");
+        try {
+            FileSystem fs = fs(spark, p);
+            fs.mkdirs(p.getParent());
+            try (OutputStream out = fs.create(tmp, true)) {
+                out.write(JSON.writerWithDefaultPrettyPrinter().writeValueAsString(settings).getBytes(StandardCharsets.UTF_8));
+            }
+            fs.delete(p, false);
+            if (!fs.rename(tmp, p)) {
+                throw new IOException("rename " + tmp + " -> " + p + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the query definition " + p + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The batch planned in the checkpoint's offset log but not committed (Spark replays it first), or -1. */
+    static long pendingBatch(SparkSession spark, String checkpointUri) {
+        long planned = latest(spark, checkpointPath(checkpointUri, "offsets"));
+        long committed = latest(spark, checkpointPath(checkpointUri, "commits"));
+        return planned > committed ? planned : -1;
+    }
+
+    private static long latest(SparkSession spark, org.apache.hadoop.fs.Path dir) {
+        try {
+            FileSystem fs = fs(spark, dir);
+            if (!fs.exists(dir)) {
+                return -1;
+            }
+            long max = -1;
+            for (FileStatus s : fs.listStatus(dir)) {
+                String n = s.getPath().getName();
+                if (n.matches("\\d+")) {
+                    max = Math.max(max, Long.parseLong(n));
+                }
+            }
+            return max;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + dir + ": " + e.getMessage(), e);
+        }
+    }
+}
