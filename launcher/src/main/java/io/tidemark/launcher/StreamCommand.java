@@ -104,7 +104,13 @@ final class StreamCommand extends TidemarkCommand {
                 String trace = saveTrace(e);
                 java.util.Optional<String> known = StreamFailure.describe(e);
                 if (known.isPresent()) {
-                    throw new IllegalStateException(known.get() + " (Spark's trace: " + trace + ")");
+                    // Whole, on one line: the reason, the offsets and the ways to recover (the generic handler would cut it).
+                    err().println(spec.qualifiedName() + ": failed: " + known.get() + " (Spark's trace: " + trace + ")");
+                    err().flush();
+                    SparkShutdown.unregister(hook);
+                    job.close();
+                    spark.stop();
+                    return Tidemark.FAILED;
                 }
                 throw new IllegalStateException("the streaming query failed: " + Tidemark.firstLine(e.getMessage()),
                         e.getCause() != null ? e.getCause() : e);
@@ -120,7 +126,9 @@ final class StreamCommand extends TidemarkCommand {
 
     private static void quietQueryErrors() {
         try {
-            for (String logger : java.util.List.of("org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+            // A task's failure (e.g. Kafka offsets out of range) is also the query's: the file has it.
+            for (String logger : java.util.List.of("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
                     "org.apache.spark.sql.execution.streaming.runtime.StreamExecution")) {
                 org.apache.logging.log4j.core.config.Configurator.setLevel(logger, org.apache.logging.log4j.Level.OFF);
             }

@@ -1,7 +1,6 @@
 package io.tidemark.tests;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
 import java.nio.charset.StandardCharsets;
@@ -25,7 +24,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.streaming.StreamingQueryException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -34,7 +32,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.stream.StreamFailure;
 import io.tidemark.stream.StreamingJob;
 
 /**
@@ -65,10 +62,18 @@ class KafkaDataLossTest {
         deleteRecordsBefore(topic, 0, 15);
         Map<Table, Integer> before = versions(config);
 
-        Throwable failure = drainFailing(config);
+        // Through the launcher, as an operator runs it: one line on the terminal, Spark's trace in a file.
+        JobProcess launcher = JobProcess.start(io.tidemark.launcher.Tidemark.class, launcherArgs(config), Map.of(), dir.resolve("launcher.log"));
+        assertThat(launcher.await(300)).as("exit code\n%s", launcher.tail()).isEqualTo(1);
 
-        assertThat(StreamFailure.describe(failure)).contains("Kafka data loss: partition " + topic + "-0: offsets [10, 20) expected by the checkpoint "
-                + "are no longer in Kafka (removed by retention or deleteRecords before the stream read them). " + RECOVER);
+        String terminal = Files.readString(dir.resolve("launcher.log"));
+        assertThat(terminal).contains("tidemark stream: failed: Kafka data loss: partition " + topic + "-0: offsets [10, 20) expected by the checkpoint "
+                + "are no longer in Kafka (removed by retention or deleteRecords before the stream read them). " + RECOVER + " (Spark's trace: ");
+        assertThat(terminal).doesNotContain("\tat org.apache.spark").doesNotContain("KafkaIllegalStateException");
+        java.util.regex.Matcher trace = java.util.regex.Pattern.compile("\\(Spark's trace: (\\S+)\\)").matcher(terminal);
+        assertThat(trace.find()).isTrue();
+        assertThat(Files.readString(Path.of(trace.group(1)))).contains("KafkaIllegalStateException", "Could not read records in offset [10, 20)",
+                "OffsetOutOfRangeException");
         assertThat(versions(config)).isEqualTo(before);
     }
 
@@ -84,11 +89,13 @@ class KafkaDataLossTest {
         send(topic, 0, "b", 0, 3);
         Map<Table, Integer> before = versions(config);
 
-        Throwable failure = drainFailing(config);
+        // Through StreamingJob.main, as spark-submit runs it: exit code 1 and the one line on stderr.
+        JobProcess job = JobProcess.start(StreamingJob.class, jobArgs(config), Map.of(), dir.resolve("job.log"));
+        assertThat(job.await(300)).as("exit code\n%s", job.tail()).isEqualTo(1);
 
-        assertThat(StreamFailure.describe(failure)).contains("Kafka data loss: partition " + topic + "-0 now ends at offset 3 but the checkpoint "
-                + "expected to continue at offset 10: the topic was deleted and recreated (or truncated), and the records from there on are not "
-                + "the ones the checkpoint refers to. " + RECOVER);
+        assertThat(Files.readString(dir.resolve("job.log"))).contains("tidemark stream: failed: Kafka data loss: partition " + topic
+                + "-0 now ends at offset 3 but the checkpoint expected to continue at offset 10: the topic was deleted and recreated "
+                + "(or truncated), and the records from there on are not the ones the checkpoint refers to. " + RECOVER);
         assertThat(versions(config)).isEqualTo(before);
     }
 
@@ -138,6 +145,14 @@ class KafkaDataLossTest {
         assertThat(infra.spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER)).first().getLong(0))
                 .isEqualTo(survivors.stream().filter(s -> s.endsWith("-bad")).count());
         assertThat(infra.spark.sql("SELECT max(batch_id) FROM " + lakehouse.ref(Table.STREAM_PROGRESS)).first().getLong(0)).isEqualTo(3L);
+
+        List<String> statusArgs = new ArrayList<>(launcherArgs(config).subList(2, 10));
+        statusArgs.add(0, "status");
+        JobProcess status = JobProcess.start(io.tidemark.launcher.Tidemark.class, statusArgs, Map.of(), dir.resolve("status.log"));
+        assertThat(status.await(300)).as("exit code\n%s", status.tail()).isEqualTo(0);
+        assertThat(Files.readString(dir.resolve("status.log"))).contains("gaps        3 Kafka offset gaps skipped (stream.fail-on-data-loss=false): "
+                + "4 records lost plus 2 gaps of unknown size; last: batch 2, " + topic + "-1 topic_recreated, expected offset 15, resumed at 2; "
+                + "see the stream_gaps table");
     }
 
     /** Sends records {@code [from, until)} to one partition (every fifth one invalid: a negative volume); returns their ids. */
@@ -186,10 +201,18 @@ class KafkaDataLossTest {
         }
     }
 
-    private static Throwable drainFailing(TidemarkConfig config) {
-        Throwable[] caught = new Throwable[1];
-        assertThatThrownBy(() -> drain(config)).isInstanceOf(StreamingQueryException.class).satisfies(t -> caught[0] = t);
-        return caught[0];
+    private static List<String> jobArgs(TidemarkConfig config) {
+        return List.of("--available-now", "kafka.bootstrap-servers=" + config.bootstrapServers(), "topic=" + config.topic(),
+                "lakehouse=" + config.lakehouseUri(), "stream.checkpoint=" + config.checkpointUri());
+    }
+
+    private static List<String> launcherArgs(TidemarkConfig config) {
+        List<String> args = new ArrayList<>(List.of("stream", "--available-now"));
+        for (String setting : jobArgs(config).subList(1, 5)) {
+            args.add("--set");
+            args.add(setting);
+        }
+        return args;
     }
 
     /** The latest commit of every table: a batch that wrote nothing leaves them all as they were. */
