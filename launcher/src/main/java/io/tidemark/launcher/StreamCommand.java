@@ -102,7 +102,7 @@ final class StreamCommand extends TidemarkCommand {
         } catch (StreamingQueryException e) {
             if (!stop.requested()) {
                 String trace = saveTrace(e);
-                java.util.Optional<String> known = StreamFailure.describe(e);
+                java.util.Optional<String> known = StreamFailure.describe(e, config);
                 if (known.isPresent()) {
                     // Whole, on one line: the reason, the offsets and the ways to recover (the generic handler would cut it).
                     err().println(spec.qualifiedName() + ": failed: " + known.get() + " (Spark's trace: " + trace + ")");

@@ -1,11 +1,19 @@
 package io.tidemark.stream;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.SparkThrowable;
+
+import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
  * Why the stream stopped, in one line a user can act on: the failures Tidemark knows are mapped
@@ -31,6 +39,51 @@ public final class StreamFailure {
     private static final Pattern CONDITION = Pattern.compile("\\[(KAFKA_DATA_LOSS\\.[A-Z_]+)\\]");
 
     private StreamFailure() {
+    }
+
+    /**
+     * As {@link #describe(Throwable)}; for offsets out of range it also asks Kafka (5 s at most) which
+     * offsets the partition holds now, so the line says how many records are gone.
+     */
+    public static Optional<String> describe(Throwable failure, TidemarkConfig config) {
+        Optional<String> line = describe(failure);
+        if (line.isEmpty()) {
+            return line;
+        }
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof SparkThrowable st && "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE".equals(st.getCondition())) {
+                String available = available(config, st.getMessageParameters().get("topicPartition"), st.getMessageParameters().get("startOffset"));
+                if (available != null) {
+                    return Optional.of(line.get().replace(READ_BEFORE, READ_BEFORE + available));
+                }
+            }
+        }
+        return line;
+    }
+
+    private static final String READ_BEFORE = "before the stream read them)";
+
+    /** "; Kafka now holds offsets [e, l) of it: n records are lost", or null when Kafka does not say. */
+    private static String available(TidemarkConfig config, String topicPartition, String startOffset) {
+        if (config == null || topicPartition == null || startOffset == null || topicPartition.lastIndexOf('-') < 0) {
+            return null;
+        }
+        try {
+            int dash = topicPartition.lastIndexOf('-');
+            TopicPartition tp = new TopicPartition(topicPartition.substring(0, dash), Integer.parseInt(topicPartition.substring(dash + 1)));
+            Map<String, Object> props = new HashMap<>(config.kafkaOptions());
+            props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
+            props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 5000);
+            props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 5000);
+            try (Admin admin = Admin.create(props)) {
+                long earliest = admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).partitionResult(tp).get(5, TimeUnit.SECONDS).offset();
+                long latest = admin.listOffsets(Map.of(tp, OffsetSpec.latest())).partitionResult(tp).get(5, TimeUnit.SECONDS).offset();
+                long lost = earliest - Long.parseLong(startOffset);
+                return "; Kafka now holds offsets [" + earliest + ", " + latest + ") of it" + (lost > 0 ? ": " + lost + " records are lost" : "");
+            }
+        } catch (Exception e) {
+            return null;
+        }
     }
 
     /** The one-line explanation of a stream failure, or empty when it is none Tidemark knows. */
@@ -64,7 +117,7 @@ public final class StreamFailure {
                     + " of the checkpoint no longer exist: the topic was deleted (and maybe recreated with fewer partitions)";
             case "COULD_NOT_READ_OFFSET_RANGE" -> "partition " + p.getOrDefault("topicPartition", "?") + ": offsets ["
                     + p.getOrDefault("startOffset", "?") + ", " + p.getOrDefault("endOffset", "?")
-                    + ") expected by the checkpoint are no longer in Kafka (removed by retention or deleteRecords before the stream read them)";
+                    + ") expected by the checkpoint are no longer in Kafka (removed by retention or deleteRecords " + READ_BEFORE;
             case "START_OFFSET_RESET" -> "partition " + p.getOrDefault("topicPartition", "?") + ": the checkpoint expected offset "
                     + p.getOrDefault("offset", "?") + " but the earliest offset still in Kafka is " + p.getOrDefault("fetchedOffset", "?")
                     + " (records removed by retention or deleteRecords before the stream read them)";

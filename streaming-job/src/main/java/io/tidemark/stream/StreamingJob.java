@@ -97,7 +97,7 @@ public final class StreamingJob {
         try {
             q.awaitTermination();
         } catch (org.apache.spark.sql.streaming.StreamingQueryException e) {
-            java.util.Optional<String> known = StreamFailure.describe(e);
+            java.util.Optional<String> known = StreamFailure.describe(e, config);
             if (known.isEmpty()) {
                 throw e;
             }

@@ -68,7 +68,8 @@ class KafkaDataLossTest {
 
         String terminal = Files.readString(dir.resolve("launcher.log"));
         assertThat(terminal).contains("tidemark stream: failed: Kafka data loss: partition " + topic + "-0: offsets [10, 20) expected by the checkpoint "
-                + "are no longer in Kafka (removed by retention or deleteRecords before the stream read them). " + RECOVER + " (Spark's trace: ");
+                + "are no longer in Kafka (removed by retention or deleteRecords before the stream read them); Kafka now holds offsets [15, 20) of it: "
+                + "5 records are lost. " + RECOVER + " (Spark's trace: ");
         assertThat(terminal).doesNotContain("\tat org.apache.spark").doesNotContain("KafkaIllegalStateException");
         java.util.regex.Matcher trace = java.util.regex.Pattern.compile("\\(Spark's trace: (\\S+)\\)").matcher(terminal);
         assertThat(trace.find()).isTrue();
