@@ -103,6 +103,21 @@ CREATE TABLE IF NOT EXISTS tidemark.stream_progress (
 ) USING delta
 LOCATION '${lakehouse}/stream_progress'
 ;
+-- Kafka offsets the stream should have read but could not, one row per gap and partition. Written
+-- only with stream.fail-on-data-loss=false (the default stops the stream instead), in the same
+-- micro-batch as the data read after the gap. Empty means no record was skipped. Small, not partitioned.
+CREATE TABLE IF NOT EXISTS tidemark.stream_gaps (
+  batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that should have read the lost offsets',
+  topic            STRING    NOT NULL,
+  partition        INT       NOT NULL,
+  expected_offset  BIGINT    NOT NULL COMMENT 'first offset not seen: where the checkpoint expected to continue',
+  resumed_offset   BIGINT             COMMENT 'first offset read after the gap; null when the partition is gone',
+  lost_records     BIGINT             COMMENT 'resumed_offset - expected_offset; null when it cannot be known (topic recreated, partition deleted)',
+  kind             STRING    NOT NULL COMMENT 'offsets_out_of_range (retention or deleteRecords), topic_recreated (offsets went backwards), partition_deleted, partition_added_late',
+  detected_at      TIMESTAMP NOT NULL
+) USING delta
+LOCATION '${lakehouse}/stream_gaps'
+;
 -- Drift between the stream's KPIs and the truth, per reconcile run.
 CREATE TABLE IF NOT EXISTS tidemark.reconcile_report (
   run_id                STRING    NOT NULL,

@@ -17,7 +17,7 @@ public final class Lakehouse {
 
     /** The tables of SPEC.md. */
     public enum Table {
-        RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, RECONCILE_REPORT;
+        RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT;
 
         public String tableName() {
             return name().toLowerCase(Locale.ROOT);

@@ -43,7 +43,7 @@ public final class TidemarkConfig {
         TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval."),
         STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
         MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", "500000", "Backpressure: at most this many Kafka records per micro-batch (0 = unlimited)."),
-        FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Fail when Kafka offsets were lost (topic deleted, retention); false = continue past the gap."),
+        FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Stop with a clear message when Kafka offsets the stream had not read yet are gone (retention, deleteRecords, topic deleted and recreated); false = continue past the gap and record it in stream_gaps."),
         SPARK_MASTER("spark.master", "local[2]", "Spark master used when the launcher starts Spark itself (spark-submit passes its own)."),
         SHUFFLE_PARTITIONS("spark.shuffle-partitions", "2", "spark.sql.shuffle.partitions for both jobs."),
         RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default.");

@@ -44,6 +44,7 @@ final class StatusCommand extends TidemarkCommand {
         try {
             LakehouseFigures f = LakehouseFigures.read(spark, lakehouse, batches);
             print(f);
+            printGaps(spark, lakehouse);
         } finally {
             spark.stop();
         }
@@ -91,6 +92,30 @@ final class StatusCommand extends TidemarkCommand {
             }
             say("dirty days  %d: %s%s; reconcile them to fold the late records in", dirty.size(), dirty.size() > 8 ? "... " : "", j);
         }
+    }
+
+    /** Kafka offsets the stream skipped (only with stream.fail-on-data-loss=false): stream_gaps. */
+    private void printGaps(SparkSession spark, Lakehouse lakehouse) {
+        String path = lakehouse.path(Lakehouse.Table.STREAM_GAPS);
+        if (!path.contains("://") && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
+            say("gaps        none (no stream_gaps table yet)");
+            return;
+        }
+        org.apache.spark.sql.Row totals = spark.read().format("delta").load(path)
+                .selectExpr("count(*)", "coalesce(sum(lost_records), 0)", "count_if(lost_records IS NULL)").first();
+        long gaps = totals.getLong(0);
+        if (gaps == 0) {
+            say("gaps        none: no Kafka offset was skipped");
+            return;
+        }
+        org.apache.spark.sql.Row last = spark.read().format("delta").load(path)
+                .orderBy(org.apache.spark.sql.functions.col("batch_id").desc(), org.apache.spark.sql.functions.col("partition").desc())
+                .select("batch_id", "topic", "partition", "expected_offset", "resumed_offset", "kind").first();
+        long unknown = totals.getLong(2);
+        say("gaps        %d Kafka offset gaps skipped (stream.fail-on-data-loss=false): %s records lost%s; last: batch %d, %s-%d %s, "
+                        + "expected offset %d, resumed at %s; see the stream_gaps table",
+                gaps, Formats.count(totals.getLong(1)), unknown == 0 ? "" : " plus " + unknown + " gaps of unknown size",
+                last.getLong(0), last.getString(1), last.getInt(2), last.getString(5), last.getLong(3), last.isNullAt(4) ? "-" : last.get(4));
     }
 
     private void printLag(TidemarkConfig config, Optional<StreamCheckpoint.Committed> committed) {

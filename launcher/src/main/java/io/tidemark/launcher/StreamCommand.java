@@ -12,6 +12,7 @@ import org.apache.spark.sql.streaming.StreamingQueryException;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.stream.MicroBatchWriter;
 import io.tidemark.stream.StreamFailure;
 import io.tidemark.stream.StreamingJob;
 import picocli.CommandLine.Command;
@@ -56,12 +57,24 @@ final class StreamCommand extends TidemarkCommand {
         SparkSession spark = SparkSessions.create(config, "tidemark-stream");
         AtomicLong batches = new AtomicLong();
         AtomicLong records = new AtomicLong();
-        StreamingJob job = new StreamingJob(spark, config, row -> {
-            ProgressRow progress = new ProgressRow(row);
-            batches.incrementAndGet();
-            records.addAndGet(progress.recordsIn());
-            say(BatchLine.of(progress));
+        StreamingJob job = new StreamingJob(spark, config, new MicroBatchWriter.BatchListener() {
+            @Override
+            public void batchCommitted(org.apache.spark.sql.Row row) {
+                ProgressRow progress = new ProgressRow(row);
+                batches.incrementAndGet();
+                records.addAndGet(progress.recordsIn());
+                say(BatchLine.of(progress));
+            }
+
+            @Override
+            public void gapsRecorded(long batchId, java.util.List<String> gaps) {
+                for (String g : gaps) {
+                    say("batch %d: Kafka data loss, continuing (stream.fail-on-data-loss=false): %s; recorded in stream_gaps", batchId, g);
+                }
+            }
         });
+        // Spark logs a failed query's trace at ERROR; it goes to a file instead (saveTrace), the terminal gets one line.
+        quietQueryErrors();
         AtomicReference<StreamingQuery> running = new AtomicReference<>();
         GracefulStop stop = GracefulStop.install(() -> {
             StreamingQuery q = running.get();
@@ -93,6 +106,17 @@ final class StreamCommand extends TidemarkCommand {
             query.awaitTermination();
         } catch (StreamingQueryException e) {
             if (!stop.requested()) {
+                String trace = saveTrace(e);
+                java.util.Optional<String> known = StreamFailure.describe(e, config);
+                if (known.isPresent()) {
+                    // Whole, on one line: the reason, the offsets and the ways to recover (the generic handler would cut it).
+                    err().println(spec.qualifiedName() + ": failed: " + known.get() + " (Spark's trace: " + trace + ")");
+                    err().flush();
+                    SparkShutdown.unregister(hook);
+                    job.close();
+                    spark.stop();
+                    return Tidemark.FAILED;
+                }
                 java.util.Optional<StreamFailure> clear = StreamFailure.explain(e, config);
                 if (clear.isPresent()) {
                     throw clear.get();
@@ -107,5 +131,31 @@ final class StreamCommand extends TidemarkCommand {
                 Formats.count(records.get()));
         spark.stop();
         return Tidemark.OK;
+    }
+
+    private static void quietQueryErrors() {
+        try {
+            // A task's failure (e.g. Kafka offsets out of range) is also the query's: the file has it.
+            for (String logger : java.util.List.of("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+                    "org.apache.spark.sql.execution.streaming.runtime.StreamExecution")) {
+                org.apache.logging.log4j.core.config.Configurator.setLevel(logger, org.apache.logging.log4j.Level.OFF);
+            }
+        } catch (Throwable e) {
+            // logging as configured
+        }
+    }
+
+    /** Spark's trace of a failed query, in a file: the terminal gets the one-line reason. */
+    static String saveTrace(Throwable e) {
+        try {
+            java.nio.file.Path file = java.nio.file.Files.createTempFile("tidemark-stream-failure-", ".log");
+            try (java.io.PrintWriter w = new java.io.PrintWriter(java.nio.file.Files.newBufferedWriter(file))) {
+                e.printStackTrace(w);
+            }
+            return file.toString();
+        } catch (java.io.IOException | RuntimeException io) {
+            return "not saved: " + io.getMessage();
+        }
     }
 }

@@ -38,7 +38,8 @@ import io.tidemark.late.WatermarkLedger;
  * <p>Per batch: decode and classify once (cached), then four independent Delta commits run side
  * by side (raw_events, late_events, dead_letter appends and the kpi_5m rewrite of the open windows: a Delta commit has a
  * large fixed cost, so overlapping them is what makes the batch fast), then the stream_progress
- * row, last. Each table takes a batch in one atomic commit, with the batch id in its rows; the first
+ * row, last. With {@code stream.fail-on-data-loss=false} the Kafka offsets the batch should have
+ * read but could not (retention, a recreated topic) go to stream_gaps in the same batch. Each table takes a batch in one atomic commit, with the batch id in its rows; the first
  * batch after a restart (the only one Spark may replay) skips the tables that already hold it: what
  * committed stays, what did not commits now. A stream_progress row therefore proves its whole batch
  * is in every table.
@@ -61,6 +62,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /** Told about every committed batch (the launcher's live status line). */
     public interface BatchListener {
         void batchCommitted(Row progress);
+
+        /** Told about the Kafka offset gaps a batch recorded in stream_gaps (only with stream.fail-on-data-loss=false). */
+        default void gapsRecorded(long batchId, List<String> gaps) {
+        }
     }
 
     public MicroBatchWriter(TidemarkConfig config, BatchListener listener) {
@@ -102,6 +107,13 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             CrashPoint.AFTER_CLASSIFY.reached(batchId);
 
             List<Future<Long>> commits = new ArrayList<>();
+            List<KafkaGaps.Gap> gaps = config.failOnDataLoss() ? List.of() : gaps(spark, classified, batchId);
+            if (!gaps.isEmpty()) {
+                commits.add(submit(spark, () -> {
+                    append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), KafkaGaps.schema()), Table.STREAM_GAPS, batchId);
+                    return 0L;
+                }));
+            }
             if (onTime + late > 0) {
                 commits.add(submit(spark, () -> {
                     append(RecordClassifier.rawEvents(classified, batchId), Table.RAW_EVENTS, batchId);
@@ -152,11 +164,36 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             CrashPoint.AFTER_PROGRESS.reached(batchId);
             trace(batchId, "batch-total", startedNanos);
             if (listener != null) {
+                if (!gaps.isEmpty()) {
+                    listener.gapsRecorded(batchId, gaps.stream().map(KafkaGaps.Gap::describe).toList());
+                }
                 listener.batchCommitted(progress);
             }
         } finally {
             classified.unpersist();
         }
+    }
+
+    /**
+     * The Kafka offsets this batch should have read but did not (see {@link KafkaGaps}): Spark's own
+     * plan for the batch from the checkpoint's offset log, against the offsets the batch holds.
+     */
+    private List<KafkaGaps.Gap> gaps(SparkSession spark, Dataset<Row> classified, long batchId) {
+        long t0 = System.nanoTime();
+        org.apache.hadoop.conf.Configuration hadoop = spark.sparkContext().hadoopConfiguration();
+        String checkpoint = config.checkpointUri();
+        java.util.Map<Integer, Long> start = KafkaGaps.startOffsets(hadoop, checkpoint, config.topic(), batchId);
+        java.util.Map<Integer, Long> end = KafkaGaps.endOffsets(hadoop, checkpoint, config.topic(), batchId);
+        if (start == null || end == null) {
+            LOG.warn("batch {}: the checkpoint no longer holds its start and end offsets; not checked for lost Kafka offsets", batchId);
+            return List.of();
+        }
+        List<KafkaGaps.Gap> gaps = KafkaGaps.find(config.topic(), start, end, KafkaGaps.read(classified));
+        for (KafkaGaps.Gap g : gaps) {
+            LOG.warn("batch {}: Kafka data loss, continuing past it (stream.fail-on-data-loss=false): {}; recorded in stream_gaps", batchId, g.describe());
+        }
+        trace(batchId, "gap-check", t0);
+        return gaps;
     }
 
     private WatermarkLedger.Position positionFor(SparkSession spark, long batchId, String queryId) {
@@ -198,7 +235,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      */
     private java.util.Set<Table> committedTables(SparkSession spark, long batchId) {
         java.util.Set<Table> found = java.util.EnumSet.noneOf(Table.class);
-        for (Table t : List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_PROGRESS)) {
+        for (Table t : List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_GAPS, Table.STREAM_PROGRESS)) {
             String column = t == Table.KPI_5M ? "stream_batch_id" : "batch_id";
             if (!spark.read().format("delta").load(lakehouse.path(t)).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
                 found.add(t);

@@ -132,7 +132,18 @@ public final class StreamingJob {
                 // stopping anyway
             }
         }));
-        q.awaitTermination();
+        try {
+            q.awaitTermination();
+        } catch (org.apache.spark.sql.streaming.StreamingQueryException e) {
+            java.util.Optional<String> known = StreamFailure.describe(e, config);
+            if (known.isEmpty()) {
+                throw e;
+            }
+            // Spark has logged the trace already (MicroBatchExecution, ERROR): one line says what to do.
+            System.err.println("tidemark stream: failed: " + known.get());
+            job.close();
+            System.exit(1);
+        }
         job.close();
     }
 }
