@@ -7,6 +7,7 @@ group) and torn down with SIGTERM, then SIGKILL, by its group id only.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
@@ -391,3 +392,124 @@ def dag_test(env: Mapping[str, str], conf: Mapping[str, object], *, dag_id: str 
         raise RuntimeError(f"dag.test produced no result (exit {r.returncode}):\n{output[-6000:]}")
     data = json.loads(line[len("DAG_TEST_RESULT "):])
     return DagTestResult(data["state"], data["tasks"], data["xcom"], output, time.monotonic() - t0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-check: the same per-table figures from deltalake (delta-rs) and from Spark
+# ---------------------------------------------------------------------------------------------
+
+UNIT_ROUNDOFF = 2.0 ** -53  # double precision
+
+# The figures compared, per group; SQL that both DataFusion (deltalake's QueryBuilder) and Spark run
+# ({string}: VARCHAR for DataFusion, STRING for Spark).
+KPI_FIGURES_SQL = ("SELECT CAST(event_date AS {string}) AS day, source, is_final, count(*) AS n_rows, "
+                   "sum(record_count) AS records, CAST(sum(total_gb) AS {string}) AS total_gb, "
+                   "sum(subscribers) AS subscribers FROM {kpi} GROUP BY event_date, source, is_final")
+RAW_FIGURES_SQL = ("SELECT CAST(event_date AS {string}) AS day, count(*) AS n, count(is_late) AS n_is_late, "
+                   "sum(CASE WHEN is_late THEN 1 ELSE 0 END) AS late, sum(volume_gb) AS volume_gb, "
+                   "count(DISTINCT subscriber_id) AS subscribers, min(kafka_offset) AS min_offset, "
+                   "max(kafka_offset) AS max_offset FROM {raw} GROUP BY event_date")
+
+
+@dataclass
+class TableFigures:
+    """Per-group figures of kpi_5m (key: day, source, is_final) and raw_events (key: day)."""
+    kpi: dict[tuple, dict]
+    raw: dict[str, dict]
+    exact_volume: dict[str, float] = field(default_factory=dict)  # math.fsum of volume_gb per day (deltalake only)
+
+
+def _kpi_figures(rows: list[dict]) -> dict[tuple, dict]:
+    from decimal import Decimal
+
+    out = {}
+    for r in rows:
+        out[(r["day"], r["source"], bool(r["is_final"]))] = {
+            "n_rows": int(r["n_rows"]), "records": int(r["records"]),
+            "total_gb": Decimal(r["total_gb"]), "subscribers": int(r["subscribers"])}
+    return out
+
+
+def _raw_figures(rows: list[dict]) -> dict[str, dict]:
+    keys = ("n", "n_is_late", "late", "subscribers", "min_offset", "max_offset")
+    return {r["day"]: {**{k: int(r[k]) for k in keys}, "volume_gb": float(r["volume_gb"])} for r in rows}
+
+
+def deltalake_figures(lakehouse: Path | str, *, kpi_version: int | None = None,
+                      raw_version: int | None = None) -> TableFigures:
+    """The figures as deltalake (DataFusion) computes them, optionally at given table versions."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+
+    kpi = DeltaTable(f"{lakehouse}/kpi_5m", version=kpi_version)
+    raw = DeltaTable(f"{lakehouse}/raw_events", version=raw_version)
+    qb = QueryBuilder().register("k", kpi).register("r", raw)
+    kpi_rows = pa.table(qb.execute(KPI_FIGURES_SQL.format(kpi="k", string="VARCHAR")).read_all()).to_pylist()
+    raw_rows = pa.table(qb.execute(RAW_FIGURES_SQL.format(raw="r", string="VARCHAR")).read_all()).to_pylist()
+    volumes: dict[str, list[float]] = {}
+    for r in pa.table(qb.execute("SELECT CAST(event_date AS VARCHAR) AS day, volume_gb FROM r").read_all()).to_pylist():
+        volumes.setdefault(r["day"], []).append(r["volume_gb"])
+    return TableFigures(_kpi_figures(kpi_rows), _raw_figures(raw_rows),
+                        {day: math.fsum(v) for day, v in volumes.items()})
+
+
+def spark_figures(lakehouse: Path, workdir: Path, *, timeout: float = 600) -> TableFigures:
+    """The figures as Spark computes them, through `tidemark sql` (the analysts' path): each query is
+    written as JSON by INSERT OVERWRITE DIRECTORY and read back (decimals as strings, doubles as
+    JSON numbers, which round-trip exactly)."""
+    require_build()
+    workdir.mkdir(parents=True, exist_ok=True)
+    out_kpi, out_raw = workdir / "spark-kpi", workdir / "spark-raw"
+    sql = (f"INSERT OVERWRITE DIRECTORY '{out_kpi}' USING json {KPI_FIGURES_SQL.format(kpi='kpi_5m', string='STRING')}; "
+           f"INSERT OVERWRITE DIRECTORY '{out_raw}' USING json {RAW_FIGURES_SQL.format(raw='raw_events', string='STRING')}")
+    env = dict(os.environ)
+    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS="-Xmx1g",
+               SPARK_LOCAL_IP="127.0.0.1")
+    run([str(LAUNCHER), "sql", sql], env=env, cwd=workdir, timeout=timeout)
+
+    def rows(d: Path) -> list[dict]:
+        files = sorted(d.glob("part-*"))
+        assert files, f"Spark wrote no result into {d}"
+        return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+
+    return TableFigures(_kpi_figures(rows(out_kpi)), _raw_figures(rows(out_raw)))
+
+
+def volume_tolerance(n: int, exact_sum: float) -> float:
+    """How far any order of summing n non-negative doubles may land from their exact sum:
+    gamma_(n-1) * sum (Higham, recursive and pairwise summation alike), plus one ulp for the
+    rounding of the reference (math.fsum is correctly rounded)."""
+    gamma = (n - 1) * UNIT_ROUNDOFF / (1 - (n - 1) * UNIT_ROUNDOFF)
+    return gamma * exact_sum + math.ulp(exact_sum)
+
+
+def figure_differences(delta: TableFigures, spark: TableFigures) -> list[str]:
+    """Every difference between the two readers' figures, one line each; empty when they agree.
+
+    Everything is compared exactly (decimals as Decimal) except sum(volume_gb), a DOUBLE sum whose
+    last bits depend on the order of summation: both readers' sums must lie within
+    volume_tolerance of the exact sum (math.fsum of the values deltalake read)."""
+    out = []
+    for name, a, b in (("kpi_5m", delta.kpi, spark.kpi), ("raw_events", delta.raw, spark.raw)):
+        for key in sorted(set(a) | set(b), key=str):
+            if key not in b:
+                out.append(f"{name} {key}: only deltalake has this group: {a[key]}")
+                continue
+            if key not in a:
+                out.append(f"{name} {key}: only Spark has this group: {b[key]}")
+                continue
+            for figure in a[key]:
+                va, vb = a[key][figure], b[key][figure]
+                if figure == "volume_gb":
+                    exact = delta.exact_volume.get(key)
+                    if exact is None:
+                        out.append(f"{name} {key}: no exact volume sum from deltalake")
+                        continue
+                    tol = volume_tolerance(a[key]["n"], exact)
+                    for who, v in (("deltalake", va), ("Spark", vb)):
+                        if abs(v - exact) > tol:
+                            out.append(f"{name} {key} volume_gb: {who} {v!r} is {abs(v - exact):.3g} from the exact "
+                                       f"sum {exact!r} (tolerance {tol:.3g})")
+                elif va != vb:
+                    out.append(f"{name} {key} {figure}: deltalake {va} != Spark {vb}")
+    return out

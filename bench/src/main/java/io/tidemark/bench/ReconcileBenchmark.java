@@ -1,0 +1,454 @@
+package io.tidemark.bench;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.count_distinct;
+import static org.apache.spark.sql.functions.expr;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.sum;
+import static org.apache.spark.sql.functions.window;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.sql.Date;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
+import org.apache.spark.sql.types.StructField;
+
+import io.delta.tables.DeltaTable;
+import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.reconcile.DayOutcome;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.ReconcileJob;
+import io.tidemark.reconcile.ReconcileResult;
+
+/**
+ * The batch layer's cost: reconcile of one closed day of {@code --day-events} events (a) with one day
+ * of history in the tables against thirty, and (b) against a plain Spark job over the same day's
+ * files (partition filter; group-by to 5-minute window x cell with count, sum and exact count
+ * distinct; plain Delta overwrite). The three runs go round-robin, {@code --rounds} times.
+ *
+ * <p>The lakehouses are generated with Spark from deterministic synthetic data through the real
+ * DDL ({@link Lakehouse#createAndRegister}) and cached under {@code bench/target/reconcile-lakehouse}:
+ * {@code h1} holds the target day and the day before it, {@code h30} is a copy of it with 29 more
+ * days before those. Each day is written as {@code --files-per-day} appends-worth of files, its
+ * stream-side {@code kpi_5m} rows (on-time records only, HLL subscribers, source=stream) beside it,
+ * and one {@code stream_progress} row closes the target day. Before each reconcile the
+ * {@code kpi_5m} table is restored to its generated version (not timed), so every round replaces
+ * the same stream rows and reports the same drift.
+ *
+ * <p>{@code bench/run reconcile [--day-events N] [--history-events N] [--history-days N]
+ * [--files-per-day N] [--rounds R] [--only h1|h30|plain,...] [--regenerate]}
+ */
+public final class ReconcileBenchmark {
+
+    static final LocalDate TARGET = LocalDate.of(2026, 10, 31);
+    static final long DAY_US = 86_400_000_000L;
+
+    record Params(long dayEvents, long historyEvents, int historyDays, int filesPerDay) {
+        String marker() {
+            return "dayEvents=" + dayEvents + "\nhistoryEvents=" + historyEvents + "\nhistoryDays=" + historyDays
+                    + "\nfilesPerDay=" + filesPerDay + "\ntarget=" + TARGET + "\ngenerator=2\n";
+        }
+    }
+
+    record Run(String what, int round, long millis, long events, String load, String note) {
+        double eventsPerSecond() {
+            return events * 1000.0 / millis;
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        long dayEvents = 5_000_000;
+        long historyEvents = 1_000_000;
+        int historyDays = 30;
+        int filesPerDay = 48;
+        int rounds = 3;
+        boolean regenerate = false;
+        List<String> only = List.of("h1", "h30", "plain");
+        Path work = Path.of("bench/target/reconcile-lakehouse").toAbsolutePath();
+        Path results = Path.of("bench/results.log").toAbsolutePath();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--day-events" -> dayEvents = Long.parseLong(args[++i]);
+                case "--history-events" -> historyEvents = Long.parseLong(args[++i]);
+                case "--history-days" -> historyDays = Integer.parseInt(args[++i]);
+                case "--files-per-day" -> filesPerDay = Integer.parseInt(args[++i]);
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--only" -> only = List.of(args[++i].split(","));
+                case "--regenerate" -> regenerate = true;
+                case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]
+                        + " (known: --day-events, --history-events, --history-days, --files-per-day, --rounds, --only, --regenerate, --work)");
+            }
+        }
+        if (historyDays < 1) {
+            throw new IllegalArgumentException("--history-days must be at least 1");
+        }
+        Params p = new Params(dayEvents, historyEvents, historyDays, filesPerDay);
+        System.out.println("load average before: " + loadAverage());
+        // The catalog's warehouse (the tidemark database) lives with the generated data, not in the working directory.
+        System.setProperty("spark.sql.warehouse.dir", work.resolve("spark-warehouse").toString());
+        SparkSession spark = SparkSessions.create(TidemarkConfig.defaults(), "bench-reconcile");
+        StageTimes stages = new StageTimes();
+        spark.sparkContext().addSparkListener(stages);
+
+        Path h1 = work.resolve("h1");
+        Path hN = work.resolve("h" + historyDays);
+        Path marker = work.resolve("generated.properties");
+        if (regenerate || !Files.isRegularFile(marker) || !Files.readString(marker).equals(p.marker())) {
+            long t0 = System.currentTimeMillis();
+            deleteRecursively(work);
+            Files.createDirectories(work);
+            generate(spark, p, h1, hN);
+            Files.writeString(marker, p.marker());
+            System.out.printf("generated both lakehouses in %.1f s%n", (System.currentTimeMillis() - t0) / 1000.0);
+        } else {
+            System.out.println("reusing the generated lakehouses in " + work + " (--regenerate to rebuild)");
+        }
+        System.out.println("h1:  " + describe(spark, h1));
+        System.out.println("h" + historyDays + ": " + describe(spark, hN));
+        Map<Path, Long> kpiVersion = new TreeMap<>();
+        for (Path l : List.of(h1, hN)) {
+            kpiVersion.put(l, Long.parseLong(Files.readString(l.resolve("kpi_5m.generated-version")).trim()));
+        }
+        long targetEvents = spark.read().format("delta").load(new Lakehouse(h1.toString()).path(Table.RAW_EVENTS))
+                .filter(col("event_date").equalTo(lit(Date.valueOf(TARGET)))).count();
+
+        List<Run> runs = new ArrayList<>();
+        String hName = "h" + historyDays;
+        for (int round = 1; round <= rounds; round++) {
+            for (String what : List.of("h1", hName, "plain")) {
+                if (!only.contains(what) && !(what.equals(hName) && only.contains("h30"))) {
+                    continue;
+                }
+                String before = loadAverage();
+                stages.reset();
+                Run r;
+                if (what.equals("plain")) {
+                    r = plain(spark, hN, work.resolve("plain-out"), targetEvents, round, before);
+                } else {
+                    Path l = what.equals("h1") ? h1 : hN;
+                    r = reconcile(spark, l, kpiVersion.get(l), what, targetEvents, round, before);
+                }
+                runs.add(r);
+                System.out.printf("round %d %-6s %7.1f s  %,9.0f events/s  load %s -> %s  %s%n", round, what, r.millis() / 1000.0,
+                        r.eventsPerSecond(), before, loadAverage(), r.note());
+                System.out.println(stages.top(8));
+            }
+        }
+        String table = table(runs, hName, targetEvents);
+        System.out.println(table);
+        System.out.println("load average after: " + loadAverage());
+        Files.writeString(results, "\n## " + Instant.now() + " reconcile " + String.join(" ", args) + "\n" + table,
+                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        spark.stop();
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // The measured runs
+    // ------------------------------------------------------------------------------------------
+
+    static Run reconcile(SparkSession spark, Path lakehouse, long kpiVersion, String what, long events, int round, String load) {
+        String kpi = new Lakehouse(lakehouse.toString()).path(Table.KPI_5M);
+        if (DeltaTable.forPath(spark, kpi).history(1).select("version").first().getLong(0) != kpiVersion) {
+            spark.sql("RESTORE TABLE delta.`" + kpi + "` TO VERSION AS OF " + kpiVersion);
+        }
+        TidemarkConfig config = TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, lakehouse.toString()).build();
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        long t0 = System.nanoTime();
+        ReconcileResult result = new ReconcileJob(spark, config, new PrintStream(buf, true, StandardCharsets.UTF_8))
+                .run(DaySelection.day(TARGET), false);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        DayOutcome o = result.days().get(0);
+        if (o.status() != DayOutcome.Status.RECONCILED || o.batchRecords() != events) {
+            throw new IllegalStateException("reconcile of " + TARGET + " in " + lakehouse + " did not reconcile all " + events
+                    + " events: " + o + "\n" + buf.toString(StandardCharsets.UTF_8));
+        }
+        return new Run(what, round, ms, events, load, String.format("%,d windows, %,d changed, %,d late folded in, drift %s GB",
+                o.windows(), o.windowsChanged(), o.lateRecords(), o.gbDrift().toPlainString()));
+    }
+
+    /** The plain job: the day's files, one group-by, a plain overwrite of a Delta table. */
+    static Run plain(SparkSession spark, Path lakehouse, Path out, long events, int round, String load) {
+        long t0 = System.nanoTime();
+        Dataset<Row> day = spark.read().format("delta").load(new Lakehouse(lakehouse.toString()).path(Table.RAW_EVENTS))
+                .filter(col("event_date").equalTo(lit(Date.valueOf(TARGET))));
+        day.groupBy(window(col("event_ts"), "5 minutes"), col("cell_site_id"))
+                .agg(count(lit(1)).as("record_count"), sum(col("volume_gb")).as("total_gb"),
+                        count_distinct(col("subscriber_id")).as("subscribers"))
+                .select(col("window.start").as("window_start"), col("window.end").as("window_end"), col("cell_site_id"),
+                        col("record_count"), col("total_gb"), col("subscribers"))
+                .write().format("delta").mode("overwrite").save(out.toString());
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        Row check = spark.read().format("delta").load(out.toString()).agg(count(lit(1)), sum("record_count")).first();
+        if (check.getLong(1) != events) {
+            throw new IllegalStateException("plain job counted " + check.getLong(1) + " events, expected " + events);
+        }
+        return new Run("plain", round, ms, events, load, String.format("%,d windows", check.getLong(0)));
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Generating the lakehouses
+    // ------------------------------------------------------------------------------------------
+
+    static void generate(SparkSession spark, Params p, Path h1, Path hN) throws IOException {
+        Lakehouse l1 = new Lakehouse(h1.toString());
+        l1.createAndRegister(spark);
+        writeDays(spark, l1, List.of(TARGET.minusDays(1)), p.historyEvents(), p.filesPerDay());
+        writeDays(spark, l1, List.of(TARGET), p.dayEvents(), p.filesPerDay());
+        writeStreamKpis(spark, l1, TARGET.minusDays(1), TARGET);
+        writeProgress(spark, l1);
+        Files.writeString(h1.resolve("kpi_5m.generated-version"), String.valueOf(version(spark, l1.path(Table.KPI_5M))));
+        if (p.historyDays() > 1) {
+            System.out.println("copying h1 to " + hN.getFileName() + " ...");
+            copyRecursively(h1, hN);
+            Lakehouse lN = new Lakehouse(hN.toString());
+            List<LocalDate> older = new ArrayList<>();
+            for (int d = p.historyDays(); d >= 2; d--) {
+                older.add(TARGET.minusDays(d));
+            }
+            writeDays(spark, lN, older, p.historyEvents(), p.filesPerDay());
+            writeStreamKpis(spark, lN, older.get(0), older.get(older.size() - 1));
+            Files.writeString(hN.resolve("kpi_5m.generated-version"), String.valueOf(version(spark, lN.path(Table.KPI_5M))));
+        }
+    }
+
+    /**
+     * One append per day of {@code n} synthetic raw_events rows in {@code files} files, in event-time
+     * order (as a stream writes them): ~2,000 cells, subscribers Zipf-like over ~1 M ids
+     * (P(k) ~ 1/k), volumes up to 0.05 GB with 9 decimals, 3 % late (ingested 30-120 min after their
+     * event time), the message as payload.
+     */
+    static void writeDays(SparkSession spark, Lakehouse l, List<LocalDate> days, long n, int files) {
+        for (LocalDate day : days) {
+            long t0 = System.currentTimeMillis();
+            long d = day.toEpochDay();
+            long startUs = d * DAY_US;
+            Dataset<Row> rows = spark.range(0, n, 1, files).selectExpr(
+                    "id",
+                    "timestamp_micros(" + startUs + "L + CAST(floor(id * (" + DAY_US + "D / " + n + "D)) AS BIGINT)) AS event_ts",
+                    "concat('cell-', lpad(CAST(pmod(xxhash64(id, " + d + "L, 'cell'), 2000) AS STRING), 4, '0')) AS cell_site_id",
+                    "concat('sub-', lpad(CAST(CAST(floor(pow(1000000.0D, pmod(xxhash64(id, " + d + "L, 'sub'), 1000000007L) / 1000000007.0D)) "
+                            + "AS BIGINT) AS STRING), 7, '0')) AS subscriber_id",
+                    "pmod(xxhash64(id, " + d + "L, 'vol'), 50000000L) / 1000000000.0D AS volume_gb",
+                    "pmod(xxhash64(id, " + d + "L, 'late'), 100) < 3 AS is_late",
+                    "pmod(xxhash64(id, " + d + "L, 'lag'), 5400000000L) AS lag_us")
+                    .selectExpr(
+                            "subscriber_id", "cell_site_id", "event_ts", "volume_gb",
+                            "concat('{\"subscriber_id\":\"', subscriber_id, '\",\"cell_site_id\":\"', cell_site_id, '\",\"event_ts\":\"', "
+                                    + "date_format(event_ts, \"yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'\"), '\",\"volume_gb\":', CAST(volume_gb AS STRING), '}') AS payload",
+                            "'network-events' AS kafka_topic",
+                            "CAST(pmod(id, 2) AS INT) AS kafka_partition",
+                            "(" + d + "L - 20000L) * 10000000L + id DIV 2 AS kafka_offset",
+                            "timestamp_micros(unix_micros(event_ts) + CASE WHEN is_late THEN 1800000000L + lag_us "
+                                    + "ELSE 1000000L + pmod(lag_us, 20000000L) END) AS ingest_ts",
+                            "is_late",
+                            "(" + d + "L - 20000L) * 1000L + CAST(floor(id * " + files + "D / " + n + "D) AS BIGINT) AS batch_id",
+                            "to_date(event_ts) AS event_date");
+            asTable(spark, l, Table.RAW_EVENTS, rows).write().format("delta").mode("append").save(l.path(Table.RAW_EVENTS));
+            System.out.printf("  %s: %s %,d events in %.1f s%n", l.root().substring(l.root().lastIndexOf('/') + 1), day, n,
+                    (System.currentTimeMillis() - t0) / 1000.0);
+        }
+    }
+
+    /** The speed layer's rows of these days: on-time records only, HLL subscriber estimates, final. */
+    static void writeStreamKpis(SparkSession spark, Lakehouse l, LocalDate from, LocalDate to) {
+        long t0 = System.currentTimeMillis();
+        Dataset<Row> onTime = spark.read().format("delta").load(l.path(Table.RAW_EVENTS))
+                .filter(col("event_date").between(lit(Date.valueOf(from)), lit(Date.valueOf(to))).and(col("is_late").equalTo(false)));
+        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(onTime, java.time.Duration.ofMinutes(5)))
+                .withColumn("subscribers", expr("hll_sketch_estimate(subscriber_sketch)"))
+                .withColumn("is_final", lit(true))
+                .withColumn("source", lit("stream"))
+                .withColumn("stream_batch_id", lit(0L));
+        asTable(spark, l, Table.KPI_5M, kpis).write().format("delta").mode("append").save(l.path(Table.KPI_5M));
+        System.out.printf("  kpi_5m (stream rows) %s..%s in %.1f s%n", from, to, (System.currentTimeMillis() - t0) / 1000.0);
+    }
+
+    /** One progress row whose next watermark (10 minutes into the next day) closes the target day. */
+    static void writeProgress(SparkSession spark, Lakehouse l) {
+        Instant wm = TARGET.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().plusSeconds(600);
+        Timestamp now = Timestamp.from(Instant.now());
+        Row r = RowFactory.create(1_000_000L, "bench", Timestamp.from(wm.minusSeconds(60)), Timestamp.from(wm),
+                Timestamp.from(wm.plusSeconds(600)), Timestamp.from(wm.plusSeconds(600)), 0L, 0L, 0L, 0L, 0L, now, now, 0L, 0L, 0L, 0L);
+        Dataset<Row> df = spark.createDataFrame(List.of(r), spark.read().format("delta").load(l.path(Table.STREAM_PROGRESS)).schema());
+        df.write().format("delta").mode("append").save(l.path(Table.STREAM_PROGRESS));
+    }
+
+    static Dataset<Row> asTable(SparkSession spark, Lakehouse l, Table t, Dataset<Row> rows) {
+        java.util.Set<String> have = java.util.Set.of(rows.columns());
+        List<Column> cols = new ArrayList<>();
+        for (StructField f : spark.read().format("delta").load(l.path(t)).schema().fields()) {
+            cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
+        }
+        return rows.select(cols.toArray(Column[]::new));
+    }
+
+    static long version(SparkSession spark, String path) {
+        return DeltaTable.forPath(spark, path).history(1).select("version").first().getLong(0);
+    }
+
+    static String describe(SparkSession spark, Path lakehouse) {
+        String raw = new Lakehouse(lakehouse.toString()).path(Table.RAW_EVENTS);
+        Row d = spark.sql("DESCRIBE DETAIL delta.`" + raw + "`").select("numFiles", "sizeInBytes").first();
+        Row c = spark.read().format("delta").load(raw).agg(count(lit(1)), expr("count(DISTINCT event_date)")).first();
+        return String.format("raw_events %,d events in %,d days, %,d files, %,d MB", c.getLong(0), c.getLong(1), d.getLong(0),
+                d.getLong(1) >> 20);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Reporting
+    // ------------------------------------------------------------------------------------------
+
+    static String table(List<Run> runs, String hName, long events) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format("target day %s: %,d events%n", TARGET, events));
+        b.append("| run | round | seconds | events/s | load avg before (1/5/15 min) |\n|---|---:|---:|---:|---|\n");
+        for (Run r : runs) {
+            b.append(String.format("| %s | %d | %.1f | %,.0f | %s |%n", r.what(), r.round(), r.millis() / 1000.0, r.eventsPerSecond(), r.load()));
+        }
+        double m1 = median(runs, "h1");
+        double mN = median(runs, hName);
+        double mp = median(runs, "plain");
+        b.append(String.format("%nmedian seconds: h1 %.1f, %s %.1f, plain %.1f%n", m1, hName, mN, mp));
+        if (m1 > 0 && mN > 0) {
+            b.append(String.format("history growth %s/h1 = %.2fx (target <= 1.2x)%n", hName, mN / m1));
+        }
+        if (mp > 0 && mN > 0) {
+            b.append(String.format("throughput reconcile(%s)/plain = %.2fx (target >= 0.8x)%n", hName, mp / mN));
+        }
+        if (mp > 0 && m1 > 0) {
+            b.append(String.format("throughput reconcile(h1)/plain = %.2fx%n", mp / m1));
+        }
+        return b.toString();
+    }
+
+    static double median(List<Run> runs, String what) {
+        double[] s = runs.stream().filter(r -> r.what().equals(what)).mapToDouble(r -> r.millis() / 1000.0).sorted().toArray();
+        if (s.length == 0) {
+            return 0;
+        }
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    static String loadAverage() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    /**
+     * Where a run's time goes: wall and task time of the stages of each SQL execution, by the
+     * execution's call site (e.g. {@code first at ReconcileJob.java:174}). Stages that adaptive query
+     * execution submits from its own threads are attributed through the job's execution id.
+     */
+    static final class StageTimes extends SparkListener {
+        private final Map<Integer, Long> stageExecution = new ConcurrentHashMap<>();
+        private final Map<Long, String> executionName = new ConcurrentHashMap<>();
+        private final Map<String, long[]> byName = new ConcurrentHashMap<>();
+
+        void reset() {
+            byName.clear();
+        }
+
+        @Override
+        public void onJobStart(SparkListenerJobStart e) {
+            String id = e.properties() == null ? null : e.properties().getProperty("spark.sql.execution.id");
+            if (id != null) {
+                for (Object stage : scala.jdk.javaapi.CollectionConverters.asJava(e.stageIds())) {
+                    stageExecution.put((Integer) stage, Long.parseLong(id));
+                }
+            }
+        }
+
+        @Override
+        public void onOtherEvent(SparkListenerEvent e) {
+            if (e instanceof SparkListenerSQLExecutionStart s) {
+                executionName.put(s.executionId(), s.description());
+            }
+        }
+
+        @Override
+        public void onStageCompleted(SparkListenerStageCompleted e) {
+            StageInfo s = e.stageInfo();
+            if (s.submissionTime().isEmpty() || s.completionTime().isEmpty()) {
+                return;
+            }
+            long ms = (Long) s.completionTime().get() - (Long) s.submissionTime().get();
+            Long exec = stageExecution.get(s.stageId());
+            String name = exec == null ? s.name() : executionName.getOrDefault(exec, "execution " + exec);
+            long[] v = byName.computeIfAbsent(name, k -> new long[3]);
+            synchronized (v) {
+                v[0] += ms;
+                v[1]++;
+                v[2] += s.taskMetrics().executorRunTime();
+            }
+        }
+
+        String top(int n) {
+            StringBuilder b = new StringBuilder();
+            byName.entrySet().stream().sorted((a, c) -> Long.compare(c.getValue()[2], a.getValue()[2])).limit(n)
+                    .forEach(en -> b.append(String.format("    %-60s %3d stages %7.1f s stage wall %7.1f s task time%n", en.getKey(),
+                            en.getValue()[1], en.getValue()[0] / 1000.0, en.getValue()[2] / 1000.0)));
+            return b.toString();
+        }
+    }
+
+    static void copyRecursively(Path from, Path to) throws IOException {
+        try (Stream<Path> s = Files.walk(from)) {
+            for (Path src : (Iterable<Path>) s::iterator) {
+                Path dst = to.resolve(from.relativize(src).toString());
+                if (Files.isDirectory(src)) {
+                    Files.createDirectories(dst);
+                } else {
+                    Files.copy(src, dst, StandardCopyOption.COPY_ATTRIBUTES);
+                }
+            }
+        }
+    }
+
+    static void deleteRecursively(Path p) throws IOException {
+        if (!Files.exists(p)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(p)) {
+            for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(q);
+            }
+        }
+    }
+}
