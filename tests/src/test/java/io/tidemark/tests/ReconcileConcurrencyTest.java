@@ -103,7 +103,7 @@ class ReconcileConcurrencyTest {
         producer.start();
 
         ReconcileJob job = new ReconcileJob(spark, config);
-        long deadline = System.currentTimeMillis() + 180_000;
+        long deadline = System.currentTimeMillis() + 600_000;
         while (!job.closedDays().isClosed(D27)) {
             assertThat(System.currentTimeMillis()).as("11-27 closes").isLessThan(deadline);
             stream.keepRunning();
