@@ -440,12 +440,13 @@ class HostileConditionsTest {
             int run = 0;
             try {
                 while (!stop.get() && (completed() < plan.reconcileRuns() || killed() < plan.reconcileKills())) {
-                    if (!anyClosedDay()) {
+                    List<LocalDate> days = closedDaysWithData();
+                    if (days.isEmpty()) {
                         Thread.sleep(1000);
                         continue;
                     }
                     boolean kill = killed() < plan.reconcileKills() && (completed() >= plan.reconcileRuns() || run % 2 == 1);
-                    runOnce(run++, kill, random);
+                    runOnce(run++, days.subList(Math.max(0, days.size() - 2), days.size()), kill, random);
                 }
             } catch (Exception e) {
                 failures.add("reconcile loop: " + e);
@@ -454,17 +455,21 @@ class HostileConditionsTest {
             }
         }
 
-        private boolean anyClosedDay() {
+        /** Closed days that hold data, oldest first: what a reconcile run during the soak should work on. */
+        private List<LocalDate> closedDaysWithData() {
             try {
-                return !new ReconcileJob(infra.spark, config).closedDays().mostRecent(1).isEmpty();
+                ClosedDays closed = new ReconcileJob(infra.spark, config).closedDays();
+                return infra.spark.sql("SELECT DISTINCT event_date FROM delta.`" + Lakehouse.of(config).path(Table.RAW_EVENTS) + "` ORDER BY 1")
+                        .collectAsList().stream().map(r -> r.getDate(0).toLocalDate()).filter(closed::isClosed).toList();
             } catch (RuntimeException e) {
-                return false; // the stream has not committed its first batch yet
+                return List.of(); // the stream has not committed its first batch yet
             }
         }
 
-        private void runOnce(int run, boolean kill, Random random) throws Exception {
+        private void runOnce(int run, List<LocalDate> days, boolean kill, Random random) throws Exception {
             Path log = dir.resolve("reconcile-" + run + ".log");
-            List<String> args = List.of("--recent", "2", "lakehouse=" + config.lakehouseUri());
+            List<String> args = List.of("--from", days.get(0).toString(), "--to", days.get(days.size() - 1).toString(),
+                    "lakehouse=" + config.lakehouseUri());
             long started = System.nanoTime();
             Process p = ReconcileKillTest.reconcileProcess(args, log);
             CountDownLatch working = new CountDownLatch(1);
@@ -509,7 +514,7 @@ class HostileConditionsTest {
                         .filter(l -> l.startsWith("tidemark reconcile:")).toList()));
                 return;
             }
-            if (out.stream().noneMatch(l -> l.startsWith("reconcile 20"))) {
+            if (out.stream().noneMatch(l -> l.startsWith("reconcile 20") && l.contains("replaced"))) {
                 say("reconcile #%d had no day to reconcile; not counted", run);
                 return;
             }
