@@ -109,7 +109,12 @@ public final class StreamFailure extends RuntimeException {
         if (!checkpoint && !lakehouse && !(cause == StorageCheck.Cause.NO_SPACE && nearlyFull(config))) {
             return Optional.empty();
         }
-        String where = checkpoint && !lakehouse ? "the checkpoint " + config.checkpointUri()
+        // A full disk is told by the free space when the two paths live on different file systems: the
+        // paths quoted in the error text are not reliable (a failed Delta log commit names neither, and
+        // the query's own message can quote the checkpoint), as the fresh-clone CI run showed.
+        String byFreeSpace = cause == StorageCheck.Cause.NO_SPACE ? culprit(config, cause) : "";
+        String where = byFreeSpace.contains(" free now") ? byFreeSpace
+                : checkpoint && !lakehouse ? "the checkpoint " + config.checkpointUri()
                 : lakehouse && !checkpoint ? "the lakehouse " + config.lakehouseUri()
                 : culprit(config, cause);
         if (cause == StorageCheck.Cause.NO_SPACE && !where.contains(" free now") && !where.contains(" or ")) {
