@@ -313,6 +313,18 @@ class HostileConditionsTest {
         }
     }
 
+    /** The soak's own processes do not outlive it, whether it passed or not. */
+    @org.junit.jupiter.api.AfterEach
+    void stopTheStreamAndTheBroker() throws Exception {
+        if (stream != null && stream.process.isAlive()) {
+            stream.kill();
+        }
+        LocalKafkaBroker b = broker.get();
+        if (b != null) {
+            b.stop();
+        }
+    }
+
     // ------------------------------------------------------------------ the stream
 
     private void startStream() throws Exception {
