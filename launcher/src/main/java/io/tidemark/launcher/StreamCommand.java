@@ -106,20 +106,14 @@ final class StreamCommand extends TidemarkCommand {
             query.awaitTermination();
         } catch (StreamingQueryException e) {
             if (!stop.requested()) {
-                String trace = saveTrace(e);
-                java.util.Optional<String> known = StreamFailure.describe(e, config);
-                if (known.isPresent()) {
-                    // Whole, on one line: the reason, the offsets and the ways to recover (the generic handler would cut it).
-                    err().println(spec.qualifiedName() + ": failed: " + known.get() + " (Spark's trace: " + trace + ")");
-                    err().flush();
+                java.util.Optional<StreamFailure> clear = StreamFailure.explain(e, config);
+                if (clear.isPresent()) {
+                    // One line on the terminal (Tidemark's handler prints it whole); Spark's trace in a file it names.
+                    String trace = saveTrace(e);
                     SparkShutdown.unregister(hook);
                     job.close();
                     spark.stop();
-                    return Tidemark.FAILED;
-                }
-                java.util.Optional<StreamFailure> clear = StreamFailure.explain(e, config);
-                if (clear.isPresent()) {
-                    throw clear.get();
+                    throw clear.get().withTrace(trace);
                 }
                 throw new IllegalStateException("the streaming query failed: " + Tidemark.firstLine(e.getMessage()),
                         e.getCause() != null ? e.getCause() : e);

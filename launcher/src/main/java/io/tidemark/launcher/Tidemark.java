@@ -139,7 +139,7 @@ public final class Tidemark implements Callable<Integer> {
             }
             if (ex instanceof StreamFailure f) {
                 // A cause the operator can act on: one line; the trace only on request.
-                c.getErr().println(name + ": " + f.getMessage());
+                c.getErr().println(name + ": " + f.line());
                 if (env.get("TIDEMARK_DEBUG") != null) {
                     f.getCause().printStackTrace(c.getErr());
                 }

@@ -27,22 +27,43 @@ import io.tidemark.lakehouse.TidemarkConfig;
  * the text Spark quotes when a task failed) to a StreamFailure, or to empty when the failure is not
  * of that family: unrelated errors are never swallowed, the entry points rethrow them.
  *
- * <p>Kafka data loss is described by {@link #describe(Throwable, TidemarkConfig)} (one line, with the
- * offsets and the ways to recover); see the notes on Spark 4.2's {@code KAFKA_DATA_LOSS} conditions there.
+ * <p>The one place both entry points ({@code tidemark stream} and {@link StreamingJob#main}) learn
+ * why the stream stopped; each prints {@link #line()}, the launcher with the file holding Spark's
+ * trace ({@link #withTrace(String)}).
  */
 public final class StreamFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     /** Exit status: 2 = the settings are wrong for this checkpoint/lakehouse, 1 = the run failed. */
     private final int exitCode;
+    /** Where Spark's trace of the failure was saved, or null. */
+    private final String traceFile;
 
     private StreamFailure(String message, int exitCode, Throwable cause) {
+        this(message, exitCode, cause, null);
+    }
+
+    private StreamFailure(String message, int exitCode, Throwable cause, String traceFile) {
         super(message, cause);
         this.exitCode = exitCode;
+        this.traceFile = traceFile;
     }
 
     public int exitCode() {
         return exitCode;
+    }
+
+    /** The same failure, its line naming the file that holds Spark's trace. */
+    public StreamFailure withTrace(String file) {
+        return new StreamFailure(getMessage(), exitCode, getCause(), file);
+    }
+
+    /**
+     * What the operator sees after "tidemark stream: ", whole on one line: a failed run (exit 1) says
+     * "failed: ", settings to fix (exit 2) do not; then the cause and the way to recover.
+     */
+    public String line() {
+        return (exitCode == 1 ? "failed: " : "") + getMessage() + (traceFile == null ? "" : " (Spark's trace: " + traceFile + ")");
     }
 
     /** Every family in turn; empty when none applies. */
@@ -50,7 +71,7 @@ public final class StreamFailure extends RuntimeException {
         if (t instanceof StreamFailure f) {
             return Optional.of(f);
         }
-        return incompatibleDefinition(t).or(() -> storage(t, config));
+        return incompatibleDefinition(t).or(() -> kafkaDataLoss(t, config)).or(() -> storage(t, config));
     }
 
     /** The query definition changed incompatibly ({@link io.tidemark.lakehouse.QueryDefinition}). */
@@ -190,32 +211,30 @@ public final class StreamFailure extends RuntimeException {
 
     private static final Pattern CONDITION = Pattern.compile("\\[(KAFKA_DATA_LOSS\\.[A-Z_]+)\\]");
 
-    /*
- * Why the stream stopped, in one line a user can act on: the failures Tidemark knows are mapped
- * here, once, for both entry points ({@code tidemark stream} and {@link StreamingJob#main}). Spark's
- * own trace belongs in the log, not on the terminal.
- *
- * <p>Kafka data loss (stream.fail-on-data-loss=true, the default). Spark 4.2's Kafka source raises
- * {@code KafkaIllegalStateException} with condition {@code KAFKA_DATA_LOSS.<reason>}:
- * <ul>
- *   <li>{@code PARTITION_OFFSET_CHANGED} (topicPartition, prevOffset, newOffset), on the driver while
- *       planning a batch: the partition now ends before the checkpoint's offset, the topic was deleted
- *       and recreated (or truncated);</li>
- *   <li>{@code PARTITIONS_DELETED} (partitions): partitions of the checkpoint are gone;</li>
- *   <li>{@code COULD_NOT_READ_OFFSET_RANGE} (startOffset, endOffset, topicPartition) and
- *       {@code START_OFFSET_RESET} (topicPartition, offset, fetchedOffset), in a task reading the
- *       batch: retention or deleteRecords removed records the checkpoint had not read yet. The task
- *       failure reaches the driver wrapped in a SparkException whose cause chain still holds it.</li>
- * </ul>
- * In every case the failure comes before any table commits (the planning step, or the first read of
- * the batch, which caches it before any write), so nothing of that batch is written.
-     */
-
     /**
-     * As {@link #describe(Throwable)}; for offsets out of range it also asks Kafka (5 s at most) which
-     * offsets the partition holds now, so the line says how many records are gone.
+     * Kafka removed or replaced records the checkpoint had not read (stream.fail-on-data-loss=true, the
+     * default). Spark 4.2's Kafka source raises {@code KafkaIllegalStateException} with condition
+     * {@code KAFKA_DATA_LOSS.<reason>}:
+     * <ul>
+     *   <li>{@code PARTITION_OFFSET_CHANGED} (topicPartition, prevOffset, newOffset), on the driver while
+     *       planning a batch: the partition now ends before the checkpoint's offset, the topic was deleted
+     *       and recreated (or truncated);</li>
+     *   <li>{@code PARTITIONS_DELETED} (partitions): partitions of the checkpoint are gone;</li>
+     *   <li>{@code COULD_NOT_READ_OFFSET_RANGE} (startOffset, endOffset, topicPartition) and
+     *       {@code START_OFFSET_RESET} (topicPartition, offset, fetchedOffset), in a task reading the
+     *       batch: retention or deleteRecords removed records the checkpoint had not read yet. The task
+     *       failure reaches the driver wrapped in a SparkException whose cause chain still holds it.</li>
+     * </ul>
+     * In every case the failure comes before any table commits (the planning step, or the first read of
+     * the batch, which caches it before any write), so nothing of that batch is written. For offsets out
+     * of range the line also says (asking Kafka, 5 s at most) which offsets the partition holds now, so
+     * it tells how many records are gone.
      */
-    public static Optional<String> describe(Throwable failure, TidemarkConfig config) {
+    public static Optional<StreamFailure> kafkaDataLoss(Throwable failure, TidemarkConfig config) {
+        return describe(failure, config).map(line -> new StreamFailure(line, 1, failure));
+    }
+
+    private static Optional<String> describe(Throwable failure, TidemarkConfig config) {
         Optional<String> line = describe(failure);
         if (line.isEmpty()) {
             return line;
@@ -256,8 +275,7 @@ public final class StreamFailure extends RuntimeException {
         }
     }
 
-    /** The one-line explanation of a stream failure, or empty when it is none Tidemark knows. */
-    public static Optional<String> describe(Throwable failure) {
+    private static Optional<String> describe(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
             if (t instanceof SparkThrowable st && st.getCondition() != null && st.getCondition().startsWith("KAFKA_DATA_LOSS")) {
                 return Optional.of(dataLoss(st.getCondition(), st.getMessageParameters()));

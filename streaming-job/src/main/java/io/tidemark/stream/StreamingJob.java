@@ -115,7 +115,7 @@ public final class StreamingJob {
                 t.printStackTrace();
             }
             // Last, after Spark's own output: the line an operator (or a scheduler's log tail) sees.
-            System.err.println("tidemark stream: " + clear.get().getMessage());
+            System.err.println("tidemark stream: " + clear.get().line());
             System.err.flush();
             System.exit(clear.get().exitCode());
         }
@@ -133,17 +133,10 @@ public final class StreamingJob {
             }
         }));
         try {
+            // A failed query: Spark has logged the trace already (MicroBatchExecution, ERROR); main says what to do.
             q.awaitTermination();
-        } catch (org.apache.spark.sql.streaming.StreamingQueryException e) {
-            java.util.Optional<String> known = StreamFailure.describe(e, config);
-            if (known.isEmpty()) {
-                throw e;
-            }
-            // Spark has logged the trace already (MicroBatchExecution, ERROR): one line says what to do.
-            System.err.println("tidemark stream: failed: " + known.get());
+        } finally {
             job.close();
-            System.exit(1);
         }
-        job.close();
     }
 }

@@ -63,7 +63,7 @@ class LakehouseStorageTest {
                 "--set", "topic=" + config.topic(), "--set", "lakehouse=" + config.lakehouseUri(), "--set", "stream.checkpoint=" + config.checkpointUri()},
                 Map.of(), new PrintWriter(out), new PrintWriter(err));
         assertThat(code).isEqualTo(1);
-        assertThat(err.toString().strip()).isEqualTo("tidemark stream: " + expected);
+        assertThat(err.toString().strip()).isEqualTo("tidemark stream: failed: " + expected);
     }
 
     @Test
