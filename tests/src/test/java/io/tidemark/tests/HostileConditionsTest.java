@@ -448,7 +448,7 @@ class HostileConditionsTest {
         private int completed;
         private int killed;
         private final List<Long> completedMs = new ArrayList<>();
-        /** Completed runs that changed KPI rows, and the late records they folded in (a day counted once per run). */
+        /** Completed runs that changed KPI rows, and the late records of the days they replaced (a day counted once per run). */
         private int changingRuns;
         private long lateFoldedIn;
         final List<String> failures = new CopyOnWriteArrayList<>();
@@ -791,7 +791,7 @@ class HostileConditionsTest {
         row(r, "broker restarts (SIGTERM / SIGKILL)", String.format("%d (%d / %d)", restarts, (restarts + 1) / 2, restarts / 2));
         row(r, "reconciles completed during the stream", Integer.toString(reconciles.completed()));
         row(r, "reconciles SIGKILLed mid-run", Integer.toString(reconciles.killed()));
-        row(r, "  of them changing KPI rows (late records folded in, summed over runs)", String.format("%d (%,d)",
+        row(r, "  of them changing KPI rows (late records in the days they replaced, summed over runs)", String.format("%d (%,d)",
                 reconciles.changingRuns, reconciles.lateFoldedIn));
         row(r, "reconcile failures", Integer.toString(reconciles.failures.size()));
         row(r, "raw_events + dead_letter", String.format("%,d + %,d", conservation.rawEvents(), conservation.deadLetters()));
