@@ -234,8 +234,9 @@ public final class StreamFailure extends RuntimeException {
         return describe(failure, config).map(line -> new StreamFailure(line, 1, failure));
     }
 
+    /** The data-loss line, with the offsets Kafka holds now when records were removed. */
     private static Optional<String> describe(Throwable failure, TidemarkConfig config) {
-        Optional<String> line = describe(failure);
+        Optional<String> line = condition(failure);
         if (line.isEmpty()) {
             return line;
         }
@@ -275,7 +276,8 @@ public final class StreamFailure extends RuntimeException {
         }
     }
 
-    private static Optional<String> describe(Throwable failure) {
+    /** The line for the KAFKA_DATA_LOSS condition in the cause chain (or quoted in its text), empty when there is none. */
+    private static Optional<String> condition(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
             if (t instanceof SparkThrowable st && st.getCondition() != null && st.getCondition().startsWith("KAFKA_DATA_LOSS")) {
                 return Optional.of(dataLoss(st.getCondition(), st.getMessageParameters()));

@@ -268,15 +268,15 @@ class HostileConditionsTest {
             finalReconcile.run(DaySelection.day(day), false).day(day).ifPresent(o -> finalOutcomes.put(day, o));
         }
         // What the stream left out of the closed days' KPIs (late records), which only reconcile puts in.
-        Map<LocalDate, long[]> closedDayRecords = new TreeMap<>();
+        Map<LocalDate, DayRecords> closedDayRecords = new TreeMap<>();
         for (Row r : spark.sql("SELECT event_date, count(*), count_if(is_late) FROM " + lakehouse.ref(Table.RAW_EVENTS)
                 + " GROUP BY event_date").collectAsList()) {
             LocalDate d = r.getDate(0).toLocalDate();
             if (closedDays.contains(d)) {
-                closedDayRecords.put(d, new long[] {r.getLong(1), r.getLong(2)});
+                closedDayRecords.put(d, new DayRecords(r.getLong(1), r.getLong(2)));
             }
         }
-        long lateOnClosedDays = closedDayRecords.values().stream().mapToLong(v -> v[1]).sum();
+        long lateOnClosedDays = closedDayRecords.values().stream().mapToLong(DayRecords::late).sum();
 
         ConservationCheck.Report conservation = ConservationCheck.check(spark, lakehouse, config.window(), expectedMessages);
         Map<String, Long> reasons = new TreeMap<>();
@@ -290,7 +290,7 @@ class HostileConditionsTest {
         long lost = expectedMessages - conservation.rawEvents() - conservation.deadLetters();
 
         writeResults(began, report, edges, kills, restarts, reconciles, conservation, reasons, closedDays, truthDiff, lost,
-                closedDayRecords, finalOutcomes);
+                closedDayRecords, lateOnClosedDays, finalOutcomes);
 
         assertThat(unexpectedStreamExits).as("stream exits nobody asked for; see findings").isZero();
         assertThat(kills).isGreaterThanOrEqualTo(plan.streamKills());
@@ -310,6 +310,10 @@ class HostileConditionsTest {
         assertThat(lateOnClosedDays).as("late records on the closed days: the truth check would not show that reconcile folds them in")
                 .isPositive();
         assertThat(truthDiff).isEmpty();
+    }
+
+    /** A closed day's records in raw_events, and how many of them the stream classified late. */
+    record DayRecords(long records, long late) {
     }
 
     /** The generated traffic: the planned run plus the trickle, summed. */
@@ -578,8 +582,7 @@ class HostileConditionsTest {
                 changingRuns += dayLines.stream().anyMatch(l -> figure(l, "changed") > 0) ? 1 : 0;
                 lateFoldedIn += dayLines.stream().mapToLong(l -> figure(l, "late folded in")).sum();
             }
-            say("reconcile #%d completed in %.1f s: %s", run, ms / 1000.0,
-                    out.stream().filter(l -> l.startsWith("reconcile 20")).toList());
+            say("reconcile #%d completed in %.1f s: %s", run, ms / 1000.0, dayLines);
         }
     }
 
@@ -773,7 +776,7 @@ class HostileConditionsTest {
 
     private void writeResults(Instant began, Totals report, EdgeCases edges, int kills, int restarts, ReconcileLoop reconciles,
                               ConservationCheck.Report conservation, Map<String, Long> reasons, List<LocalDate> closedDays,
-                              List<String> truthDiff, long lost, Map<LocalDate, long[]> closedDayRecords,
+                              List<String> truthDiff, long lost, Map<LocalDate, DayRecords> closedDayRecords, long lateOnClosedDays,
                               Map<LocalDate, io.tidemark.reconcile.DayOutcome> finalOutcomes) throws Exception {
         StringBuilder r = new StringBuilder();
         r.append("# Hostile conditions: ").append(plan.name()).append(" run\n\n");
@@ -800,13 +803,13 @@ class HostileConditionsTest {
         row(r, "conservation", conservation.holds() ? "holds" : "VIOLATED: " + conservation.violations());
         row(r, "closed days reconciled and checked", closedDays.toString());
         row(r, "late records on closed days (left out by the stream, folded in by reconcile)",
-                String.format("%,d", closedDayRecords.values().stream().mapToLong(v -> v[1]).sum()));
+                String.format("%,d", lateOnClosedDays));
         row(r, "KPI rows differing from plain SQL truth", Integer.toString(truthDiff.size()));
         r.append("\n## Closed days\n\nThe final reconcile of each closed day, after the concurrent ones: what it still changed.\n\n"
                 + "| day | records | late | final reconcile: windows changed | record drift | GB drift |\n|---|---:|---:|---:|---:|---:|\n");
         closedDayRecords.forEach((d, v) -> {
             io.tidemark.reconcile.DayOutcome o = finalOutcomes.get(d);
-            r.append(String.format("| %s | %,d | %,d | %s | %s | %s |%n", d, v[0], v[1], o == null ? "-" : String.format("%,d", o.windowsChanged()),
+            r.append(String.format("| %s | %,d | %,d | %s | %s | %s |%n", d, v.records(), v.late(), o == null ? "-" : String.format("%,d", o.windowsChanged()),
                     o == null ? "-" : String.format("%+,d", o.recordDrift()), o == null ? "-" : o.gbDrift().toPlainString()));
         });
         r.append("\n## Malformed messages by kind\n\n| kind | generated |\n|---|---|\n");
