@@ -10,7 +10,10 @@ import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.to_date;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
@@ -44,12 +47,24 @@ public final class KpiComputation {
      * ingest time of the newest record. Input must already have the window columns.
      */
     public static Dataset<Row> partialKpis(Dataset<Row> windowed) {
-        return windowed
-                .groupBy(col("event_date"), col("window_start"), col("window_end"), col("cell_site_id"))
-                .agg(count(lit(1)).as("record_count"),
-                        sum(col("volume_gb").cast(VOLUME_TYPE)).cast(VOLUME_TYPE).as("total_gb"),
-                        expr("hll_sketch_agg(subscriber_id, " + SKETCH_LG_K + ")").as("subscriber_sketch"),
-                        max(col("ingest_ts")).as("updated_at"));
+        return partialKpis(windowed, List.of(), List.of());
+    }
+
+    /**
+     * {@link #partialKpis(Dataset)} grouped by {@code extraKeys} too (they come first), with
+     * {@code extraAggregates} after the KPI's own: one pass that also tells what else a caller needs
+     * of the same rows.
+     */
+    public static Dataset<Row> partialKpis(Dataset<Row> windowed, List<Column> extraKeys, List<Column> extraAggregates) {
+        List<Column> keys = new ArrayList<>(extraKeys);
+        keys.addAll(List.of(col("event_date"), col("window_start"), col("window_end"), col("cell_site_id")));
+        List<Column> aggregates = new ArrayList<>(List.of(
+                sum(col("volume_gb").cast(VOLUME_TYPE)).cast(VOLUME_TYPE).as("total_gb"),
+                expr("hll_sketch_agg(subscriber_id, " + SKETCH_LG_K + ")").as("subscriber_sketch"),
+                max(col("ingest_ts")).as("updated_at")));
+        aggregates.addAll(extraAggregates);
+        return windowed.groupBy(keys.toArray(Column[]::new))
+                .agg(count(lit(1)).as("record_count"), aggregates.toArray(Column[]::new));
     }
 
     /** The exact KPIs of complete data (the batch layer's truth): exact distinct subscribers. */

@@ -29,6 +29,10 @@ public final class SparkSessions {
                 // Delta rebuilds a table's state with this many tasks after each commit; its default
                 // (50) costs seconds per commit on a small machine. See bench/RESULTS.md.
                 .config("spark.databricks.delta.snapshotPartitions", "2")
+                // hll_sketch_agg is an object aggregate: past this many groups per task Spark abandons
+                // the hash map and sorts every input row (default 128). A micro-batch has a few thousand
+                // (window, cell) groups; the sort was most of the KPI aggregation's time (bench/RESULTS.md).
+                .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
                 .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
                 .config("spark.sql.adaptive.enabled", "true");
         return b.getOrCreate();

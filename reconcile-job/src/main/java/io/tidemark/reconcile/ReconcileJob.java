@@ -163,7 +163,7 @@ public final class ReconcileJob {
         Dataset<Row> raw = spark.read().format("delta").option("versionAsOf", rawVersion).load(lakehouse.path(Table.RAW_EVENTS)).filter(ofDay);
         Dataset<Row> truth = TruthKpis.of(raw, config.window()).persist(StorageLevel.MEMORY_AND_DISK());
         Dataset<Row> current = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).filter(ofDay);
-        Dataset<Row> comparison = TruthKpis.compare(current, truth, TruthKpis.lateByWindow(raw, config.window()))
+        Dataset<Row> comparison = TruthKpis.compare(current, truth)
                 .persist(StorageLevel.MEMORY_AND_DISK());
         try {
             // One pass for the day's figures; it also fills the caches the report and the overwrite read.

@@ -1,12 +1,7 @@
 package io.tidemark.stream;
 
 import static org.apache.spark.sql.functions.col;
-import static org.apache.spark.sql.functions.count;
 import static org.apache.spark.sql.functions.expr;
-import static org.apache.spark.sql.functions.lit;
-import static org.apache.spark.sql.functions.max;
-import static org.apache.spark.sql.functions.sum;
-import static org.apache.spark.sql.functions.when;
 
 import java.sql.Timestamp;
 import java.util.ArrayList;
@@ -87,23 +82,37 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         }
         WatermarkLedger.Position position = positionFor(spark, batchId, queryId);
         long watermarkMs = position.watermarkMs();
+        trace(batchId, "position", startedNanos);
 
         Dataset<Row> classified = classifier.classify(kafkaBatch, watermarkMs).persist(StorageLevel.MEMORY_AND_DISK());
         try {
-            Row stats = classified.agg(
-                    count(lit(1)),
-                    sum(when(col("reason").isNull().and(col("is_late").equalTo(false)), 1).otherwise(0)),
-                    sum(when(col("reason").isNull().and(col("is_late")), 1).otherwise(0)),
-                    sum(when(col("reason").isNotNull(), 1).otherwise(0)),
-                    max(when(col("reason").isNull(), expr("unix_millis(event_ts)")))).first();
-            long recordsIn = stats.getLong(0);
-            long onTime = stats.isNullAt(1) ? 0 : stats.getLong(1);
-            long late = stats.isNullAt(2) ? 0 : stats.getLong(2);
-            long invalid = stats.isNullAt(3) ? 0 : stats.getLong(3);
-            Long maxEventMs = stats.isNullAt(4) ? null : stats.getLong(4);
+            // The one action over the whole batch before the writes: fills the cache and gives the
+            // counts, the watermark input and the on-time partial KPIs in one pass.
+            List<Row> summary = RecordClassifier.summary(classified).collectAsList();
+            long onTime = 0;
+            long late = 0;
+            long invalid = 0;
+            Long maxEventMs = null;
+            List<Row> partials = new ArrayList<>();
+            for (Row r : summary) {
+                long n = r.getLong(r.fieldIndex("record_count"));
+                switch (r.getString(r.fieldIndex("kind"))) {
+                    case RecordClassifier.ON_TIME -> {
+                        onTime += n;
+                        partials.add(r);
+                    }
+                    case RecordClassifier.LATE -> late += n;
+                    default -> invalid += n;
+                }
+                int m = r.fieldIndex("max_event_ms");
+                if (!r.isNullAt(m)) {
+                    maxEventMs = maxEventMs == null ? r.getLong(m) : Math.max(maxEventMs, r.getLong(m));
+                }
+            }
+            long recordsIn = onTime + late + invalid;
             WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMs);
             long classifiedMs = System.currentTimeMillis();
-            trace(batchId, "classify+cache", startedNanos);
+            trace(batchId, "classify+cache+summary", startedNanos);
             CrashPoint.AFTER_CLASSIFY.reached(batchId);
 
             List<Future<Long>> commits = new ArrayList<>();
@@ -140,7 +149,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                     if (alreadyCommitted.contains(Table.KPI_5M)) {
                         return 0L;
                     }
-                    long rows = kpis.write(spark, RecordClassifier.onTime(classified), entry);
+                    long rows = kpis.write(spark, partials, entry);
                     trace(batchId, "kpi_5m", t0);
                     CrashPoint.AFTER_KPI_WRITE.reached(batchId);
                     return rows;

@@ -1,24 +1,28 @@
 package io.tidemark.stream;
 
 import static org.apache.spark.sql.functions.col;
-import static org.apache.spark.sql.functions.expr;
-import static org.apache.spark.sql.functions.lit;
-import static org.apache.spark.sql.functions.max;
-import static org.apache.spark.sql.functions.sum;
 
+import java.math.BigDecimal;
+import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 
+import org.apache.datasketches.hll.HllSketch;
+import org.apache.datasketches.hll.Union;
+import org.apache.datasketches.memory.Memory;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
@@ -28,115 +32,149 @@ import io.tidemark.late.WatermarkLedger;
 /**
  * Keeps kpi_5m up to date for the windows the watermark has not passed yet: the open windows.
  *
- * <p>Instead of a MERGE (two or more passes over the target, seconds of fixed cost per batch), each
- * batch rewrites the open windows in one overwrite: it reads their current rows (one small file),
- * adds the batch's partial aggregates (counts, exact volume, sketch union), and replaces exactly
- * those windows with {@code replaceWhere}. Rows are written split by {@code is_final}, so a file
- * holds either final rows, never touched again by the stream, or exactly the open windows, which
- * the next batch's predicate covers whole: Delta removes it without rewriting anything, and the
- * per-batch cost stays flat however long the day gets.
+ * <p>The open windows are few (windows within the allowed lateness x cells), so their rows live on
+ * the driver as well as in the table: each batch adds its partial aggregates (counts, exact volume,
+ * sketch union) to them here, without a Spark job, and replaces exactly those windows in the table
+ * with one {@code replaceWhere} overwrite of rows built on the driver. Rows are written split by
+ * {@code is_final}, so a file holds either final rows, never touched again by the stream, or exactly
+ * the open windows, which the next batch's predicate covers whole: Delta removes that file without
+ * rewriting anything, and the per-batch cost stays flat however long the day gets.
  *
- * <p>Only the stream writes open windows (reconcile touches closed days only), so the read and the
- * overwrite cannot interleave with another writer of the same rows. Every row the overwrite writes
- * carries the batch id ({@code stream_batch_id}): that is how a replay knows the batch is in.
+ * <p>Only the stream writes open windows (reconcile touches closed days only), so the rows held here
+ * are the table's. After a restart or a replay they are read back from the table once. The sketch
+ * union is the one Spark's {@code hll_union_agg} computes (a {@link Union} of lgK of the first
+ * sketch, serialised updatable), and the estimate the one of {@code hll_sketch_estimate}: the table
+ * holds the same bytes whichever of the two merged them. Every row the overwrite writes carries the
+ * batch id ({@code stream_batch_id}): that is how a replay knows the batch is in.
  */
 final class OpenWindowKpis {
     private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS").withZone(ZoneOffset.UTC);
+    private static final String[] COLUMNS = {"event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
+        "subscriber_sketch", "updated_at"};
 
     private final Lakehouse lakehouse;
     private final long windowUs;
-    /** Open windows (start, epoch micros) per day, as they are in the table. */
-    private TreeMap<LocalDate, TreeSet<Long>> open;
+    /** The open rows, by window start (epoch micros) and cell, as they are in the table; null until loaded. */
+    private TreeMap<Key, Kpi> open;
+    /** kpi_5m's schema, as sql/tables.sql made it. */
+    private StructType schema;
+
+    /** A (window, cell) row of kpi_5m. */
+    record Key(long windowStartUs, String cell) implements Comparable<Key> {
+        @Override
+        public int compareTo(Key o) {
+            int c = Long.compare(windowStartUs, o.windowStartUs);
+            return c != 0 ? c : cell.compareTo(o.cell);
+        }
+    }
+
+    /** The aggregate of one (window, cell): immutable, merged into a new value. */
+    record Kpi(LocalDate day, long count, BigDecimal totalGb, byte[] sketch, Timestamp updatedAt) {
+        Kpi plus(Kpi other) {
+            // As hll_union_agg: a union of the first sketch's lgK, updated with each sketch.
+            HllSketch a = HllSketch.wrap(Memory.wrap(sketch));
+            Union u = new Union(a.getLgConfigK());
+            u.update(a);
+            u.update(HllSketch.wrap(Memory.wrap(other.sketch)));
+            return new Kpi(day, count + other.count, totalGb.add(other.totalGb), u.toUpdatableByteArray(),
+                    updatedAt.after(other.updatedAt) ? updatedAt : other.updatedAt);
+        }
+
+        /** As hll_sketch_estimate. */
+        long subscribers() {
+            return Math.round(HllSketch.heapify(Memory.wrap(sketch)).getEstimate());
+        }
+    }
 
     OpenWindowKpis(Lakehouse lakehouse, java.time.Duration window) {
         this.lakehouse = lakehouse;
         this.windowUs = window.toNanos() / 1000;
     }
 
-    /** Forgets the open set; the next write reloads it from the table (after a restart or a replay). */
+    /** Forgets the open rows; the next write reloads them from the table (after a restart or a replay). */
     void reset() {
         open = null;
     }
 
     /**
-     * Adds the batch's on-time records and marks final every window that ends at or before the
-     * next watermark. Returns the number of (window, cell) rows the batch touched.
+     * Adds the batch's partial aggregates (rows of {@link KpiComputation#partialKpis}) and marks final
+     * every window that ends at or before the next watermark. Returns the number of (window, cell)
+     * rows the batch contributed to.
      */
-    long write(SparkSession spark, Dataset<Row> onTime, WatermarkLedger.Entry entry) {
+    long write(SparkSession spark, List<Row> partials, WatermarkLedger.Entry entry) {
         if (open == null) {
             open = load(spark);
         }
-        Dataset<Row> aggregated = KpiComputation.partialKpis(onTime);
-        long t0 = System.nanoTime();
-        List<Row> partials = aggregated.collectAsList();
-        MicroBatchWriter.trace(entry.batchId(), "kpi_5m-partials", t0);
-        TreeMap<LocalDate, TreeSet<Long>> touched = new TreeMap<>();
-        open.forEach((d, w) -> touched.computeIfAbsent(d, k -> new TreeSet<>()).addAll(w));
+        TreeMap<Key, Kpi> touched = new TreeMap<>(open);
         for (Row r : partials) {
-            touched.computeIfAbsent(r.getDate(r.fieldIndex("event_date")).toLocalDate(), k -> new TreeSet<>())
-                    .add(micros(r.getTimestamp(r.fieldIndex("window_start"))));
+            Key k = new Key(micros(r.getTimestamp(r.fieldIndex("window_start"))), r.getString(r.fieldIndex("cell_site_id")));
+            touched.merge(k, kpi(r), Kpi::plus);
         }
         if (touched.isEmpty()) {
             return 0;
         }
         long nextUs = entry.nextWatermarkMs() * 1000;
-        String predicate = predicate(touched);
-        Dataset<Row> current = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).where(predicate)
-                .select("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscriber_sketch", "updated_at");
-        Dataset<Row> batch = spark.createDataFrame(partials, aggregated.schema())
-                .select("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscriber_sketch", "updated_at");
-        // The rows are few (open windows x cells): merge them in one small job and write them from the
-        // driver, so the range split below samples a local relation instead of re-running the read.
-        Dataset<Row> merged = current.unionByName(batch)
-                .groupBy("event_date", "window_start", "window_end", "cell_site_id")
-                .agg(sum("record_count").as("record_count"),
-                        sum("total_gb").cast(KpiComputation.VOLUME_TYPE).as("total_gb"),
-                        expr("hll_union_agg(subscriber_sketch)").as("subscriber_sketch"),
-                        max("updated_at").as("updated_at"))
-                .select(col("window_start"), col("window_end"), col("cell_site_id"), col("record_count"), col("total_gb"),
-                        expr("hll_sketch_estimate(subscriber_sketch)").as("subscribers"), col("subscriber_sketch"),
-                        expr("unix_micros(window_end) <= " + nextUs + "L").as("is_final"),
-                        lit("stream").as("source"), col("updated_at"), lit(entry.batchId()).as("stream_batch_id"), col("event_date"));
-        Dataset<Row> rows = spark.createDataFrame(merged.collectAsList(), merged.schema())
-                // one range partition per is_final value: final rows and open rows never share a file
-                .repartitionByRange(2, col("is_final"));
-        rows.write().format("delta").mode("overwrite")
-                .option("replaceWhere", predicate)
-                .save(lakehouse.path(Table.KPI_5M));
-
-        TreeMap<LocalDate, TreeSet<Long>> stillOpen = new TreeMap<>();
-        for (Map.Entry<LocalDate, TreeSet<Long>> e : touched.entrySet()) {
-            for (long start : e.getValue()) {
-                long end = start + windowUs;
-                if (end > nextUs) {
-                    stillOpen.computeIfAbsent(e.getKey(), k -> new TreeSet<>()).add(start);
-                }
+        if (schema == null) {
+            schema = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).schema();
+        }
+        List<Row> finalRows = new ArrayList<>();
+        List<Row> openRows = new ArrayList<>();
+        TreeMap<Key, Kpi> stillOpen = new TreeMap<>();
+        for (Map.Entry<Key, Kpi> e : touched.entrySet()) {
+            Key k = e.getKey();
+            Kpi v = e.getValue();
+            long endUs = k.windowStartUs() + windowUs;
+            boolean isFinal = endUs <= nextUs;
+            Row row = RowFactory.create(instant(k.windowStartUs()), instant(endUs), k.cell(), v.count(), v.totalGb(), v.subscribers(),
+                    v.sketch(), isFinal, "stream", v.updatedAt(), entry.batchId(), v.day());
+            (isFinal ? finalRows : openRows).add(row);
+            if (!isFinal) {
+                stillOpen.put(k, v);
             }
         }
+        // One task per is_final value, so final rows and open rows never share a file.
+        Dataset<Row> rows = spark.createDataFrame(finalRows, schema).coalesce(1)
+                .union(spark.createDataFrame(openRows, schema).coalesce(1));
+        rows.write().format("delta").mode("overwrite")
+                .option("replaceWhere", predicate(touched))
+                .save(lakehouse.path(Table.KPI_5M));
         open = stillOpen;
         return partials.size();
     }
 
-    private TreeMap<LocalDate, TreeSet<Long>> load(SparkSession spark) {
-        TreeMap<LocalDate, TreeSet<Long>> m = new TreeMap<>();
+    private static Kpi kpi(Row r) {
+        return new Kpi(r.getDate(r.fieldIndex("event_date")).toLocalDate(), r.getLong(r.fieldIndex("record_count")),
+                r.getDecimal(r.fieldIndex("total_gb")), (byte[]) r.get(r.fieldIndex("subscriber_sketch")),
+                r.getTimestamp(r.fieldIndex("updated_at")));
+    }
+
+    private TreeMap<Key, Kpi> load(SparkSession spark) {
+        TreeMap<Key, Kpi> m = new TreeMap<>();
         for (Row r : spark.read().format("delta").load(lakehouse.path(Table.KPI_5M))
-                .filter(col("is_final").equalTo(false))
-                .select(col("event_date"), expr("unix_micros(window_start)")).distinct().collectAsList()) {
-            m.computeIfAbsent(r.getDate(0).toLocalDate(), k -> new TreeSet<>()).add(r.getLong(1));
+                .filter(col("is_final").equalTo(false)).select(COLUMNS[0], java.util.Arrays.copyOfRange(COLUMNS, 1, COLUMNS.length))
+                .collectAsList()) {
+            m.put(new Key(micros(r.getTimestamp(1)), r.getString(3)), kpi(r));
         }
         return m;
     }
 
     /** {@code event_date IN (...) AND window_start IN (...)} with literals only, so Delta prunes partitions and files. */
-    static String predicate(TreeMap<LocalDate, TreeSet<Long>> windows) {
-        String days = windows.keySet().stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", "));
-        String starts = windows.values().stream().flatMap(TreeSet::stream)
-                .map(us -> "TIMESTAMP'" + TS.format(Instant.ofEpochSecond(Math.floorDiv(us, 1_000_000L), Math.floorMod(us, 1_000_000L) * 1000)) + "'")
-                .collect(Collectors.joining(", "));
-        return "event_date IN (" + days + ") AND window_start IN (" + starts + ")";
+    static String predicate(Map<Key, Kpi> rows) {
+        TreeSet<LocalDate> days = new TreeSet<>();
+        TreeSet<Long> starts = new TreeSet<>();
+        rows.forEach((k, v) -> {
+            days.add(v.day());
+            starts.add(k.windowStartUs());
+        });
+        return "event_date IN (" + days.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ") AND window_start IN ("
+                + starts.stream().map(us -> "TIMESTAMP'" + TS.format(instant(us)) + "'").collect(Collectors.joining(", ")) + ")";
     }
 
-    private static long micros(java.sql.Timestamp t) {
+    private static Instant instant(long us) {
+        return Instant.ofEpochSecond(Math.floorDiv(us, 1_000_000L), Math.floorMod(us, 1_000_000L) * 1000);
+    }
+
+    private static long micros(Timestamp t) {
         return Math.floorDiv(t.getTime(), 1000L) * 1_000_000L + t.getNanos() / 1000;
     }
 }

@@ -3,10 +3,12 @@ package io.tidemark.stream;
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.max;
 import static org.apache.spark.sql.functions.udf;
 import static org.apache.spark.sql.functions.when;
 
 import java.time.Duration;
+import java.util.List;
 
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
@@ -17,6 +19,7 @@ import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
+import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.late.LateRecordRouter;
 
 /**
@@ -105,9 +108,20 @@ public final class RecordClassifier {
                 col("ingest_ts").as("arrival_ts"), expr("to_date(ingest_ts)").as("arrival_date"));
     }
 
-    /** On-time valid rows: the ones that count in the streaming KPIs. */
-    public static Dataset<Row> onTime(Dataset<Row> classified) {
-        return classified.filter(col("reason").isNull().and(col("is_late").equalTo(false)));
+    /** The {@code kind} of a classified row in {@link #summary}. */
+    public static final String ON_TIME = "on_time";
+    public static final String LATE = "late";
+    public static final String INVALID = "invalid";
+
+    /**
+     * One pass over the classified batch: the partial KPIs ({@link KpiComputation#partialKpis}) per
+     * {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}: invalid rows form one group
+     * with null window and cell) with {@code max_event_ms}, the newest valid event time. The on-time
+     * rows are the batch's contribution to kpi_5m; the rest are its counts and its watermark input.
+     */
+    public static Dataset<Row> summary(Dataset<Row> classified) {
+        Column kind = when(col("reason").isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as("kind");
+        return KpiComputation.partialKpis(classified, List.of(kind), List.of(max(expr("unix_millis(event_ts)")).as("max_event_ms")));
     }
 
     /** Late valid rows, still carrying every classified column. */
