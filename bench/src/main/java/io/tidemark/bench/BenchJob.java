@@ -4,6 +4,7 @@ import static org.apache.spark.sql.functions.approx_count_distinct;
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.from_json;
 import static org.apache.spark.sql.functions.sum;
+import static org.apache.spark.sql.functions.to_date;
 import static org.apache.spark.sql.functions.window;
 
 import java.lang.management.ManagementFactory;
@@ -11,6 +12,13 @@ import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -26,21 +34,39 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.stream.StreamingJob;
 
 /**
- * One benchmarked job in its own JVM: {@code tidemark} (the speed layer) or {@code plain} (the job
- * of the seed article: from_json, withWatermark 10 min, 5-minute window per cell with sum and
- * approx_count_distinct, append mode into a Delta table). Both drain the topic with
- * Trigger.AvailableNow at the same max records per batch, in the same Spark configuration. Prints
- * one {@code BATCH} line per micro-batch and a final {@code PEAK} line for the orchestrator.
+ * One benchmarked job in its own JVM:
+ * <ul>
+ * <li>{@code tidemark}: the speed layer;
+ * <li>{@code plain}: the job of the seed article (from_json, withWatermark 10 min, 5-minute window
+ * per cell with sum and approx_count_distinct, append mode into a Delta table);
+ * <li>{@code diy}: the do-it-yourself Lambda a user would build from the seed job: one session
+ * running two streaming queries on the topic at the same time, a {@code bronze} append of every
+ * record (parsed fields, message text, Kafka coordinates) to a Delta table partitioned by event
+ * date, and the plain job itself (query {@code kpi}), each with its own checkpoint.
+ * </ul>
+ * All drain the topic with Trigger.AvailableNow at the same max records per batch, in the same
+ * Spark configuration. Prints {@code START}, one {@code BATCH id records ms epochMs query} line per
+ * micro-batch of each query, {@code END} once every query has terminated, and a final {@code PEAK}
+ * line for the orchestrator.
  *
- * <p>Arguments: {@code plain|tidemark bootstrap topic maxRecordsPerBatch workDir}.
+ * <p>Arguments: {@code plain|tidemark|diy bootstrap topic maxRecordsPerBatch workDir}.
  */
 public final class BenchJob {
+    static final StructType EVENT_SCHEMA = new StructType()
+            .add("subscriber_id", DataTypes.StringType)
+            .add("cell_site_id", DataTypes.StringType)
+            .add("event_ts", DataTypes.TimestampType)
+            .add("volume_gb", DataTypes.DoubleType);
+
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         String bootstrap = args[1];
         String topic = args[2];
         String maxPerBatch = args[3];
         Path work = Path.of(args[4]);
+        if (!List.of("plain", "tidemark", "diy").contains(mode)) {
+            throw new IllegalArgumentException("unknown job " + mode + " (known: plain, tidemark, diy)");
+        }
         Files.createDirectories(work);
         TidemarkConfig config = TidemarkConfig.builder()
                 .set(TidemarkConfig.Key.KAFKA_BOOTSTRAP, bootstrap)
@@ -50,6 +76,9 @@ public final class BenchJob {
                 .set(TidemarkConfig.Key.CHECKPOINT, work.resolve("checkpoint").toString())
                 .build();
         SparkSession spark = SparkSessions.create(config, "bench-" + mode);
+        // Which query a progress event belongs to; the listener waits until every query is registered.
+        Map<UUID, String> names = new ConcurrentHashMap<>();
+        CountDownLatch registered = new CountDownLatch(1);
         spark.streams().addListener(new StreamingQueryListener() {
             @Override
             public void onQueryStarted(QueryStartedEvent event) {
@@ -59,8 +88,13 @@ public final class BenchJob {
             public void onQueryProgress(QueryProgressEvent event) {
                 var p = event.progress();
                 if (p.numInputRows() > 0) {
+                    try {
+                        registered.await(5, TimeUnit.MINUTES);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
                     System.out.println("BATCH " + p.batchId() + " " + p.numInputRows() + " " + p.durationMs().get("triggerExecution")
-                            + " " + System.currentTimeMillis());
+                            + " " + System.currentTimeMillis() + " " + names.getOrDefault(p.id(), "unknown"));
                 }
             }
 
@@ -69,16 +103,49 @@ public final class BenchJob {
             }
         });
         long start = System.currentTimeMillis();
-        StreamingQuery q;
+        List<StreamingQuery> queries = new ArrayList<>();
         StreamingJob job = null;
-        if (mode.equals("tidemark")) {
-            job = new StreamingJob(spark, config, null);
-            q = job.start(true);
-        } else {
-            q = plainJob(spark, config, work);
+        try {
+            switch (mode) {
+                case "tidemark" -> {
+                    job = new StreamingJob(spark, config, null);
+                    StreamingQuery q = job.start(true);
+                    names.put(q.id(), "tidemark");
+                    queries.add(q);
+                }
+                case "plain" -> {
+                    StreamingQuery q = plainJob(spark, config, work);
+                    names.put(q.id(), "plain");
+                    queries.add(q);
+                }
+                default -> {
+                    StreamingQuery bronze = bronzeJob(spark, config, work);
+                    names.put(bronze.id(), "bronze");
+                    queries.add(bronze);
+                    StreamingQuery kpi = plainJob(spark, config, work);
+                    names.put(kpi.id(), "kpi");
+                    queries.add(kpi);
+                }
+            }
+        } finally {
+            registered.countDown();
         }
         System.out.println("START " + start);
-        q.awaitTermination();
+        try {
+            for (StreamingQuery q : queries) {
+                q.awaitTermination();
+            }
+        } catch (Exception e) {
+            // One query failed: stop the others so the JVM can end, and fail the run.
+            for (StreamingQuery q : queries) {
+                try {
+                    q.stop();
+                } catch (Exception ignored) {
+                    // already failing
+                }
+            }
+            throw e;
+        }
         if (job != null) {
             job.close();
         }
@@ -95,20 +162,20 @@ public final class BenchJob {
         spark.stop();
     }
 
-    /** The seed article's job, as a user would write it. */
-    static StreamingQuery plainJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        StructType schema = new StructType()
-                .add("subscriber_id", DataTypes.StringType)
-                .add("cell_site_id", DataTypes.StringType)
-                .add("event_ts", DataTypes.TimestampType)
-                .add("volume_gb", DataTypes.DoubleType);
-        Dataset<Row> events = spark.readStream().format("kafka")
+    /** The topic as the seed article reads it: from the earliest offset, at most maxOffsetsPerTrigger records per batch. */
+    static Dataset<Row> kafka(SparkSession spark, TidemarkConfig config) {
+        return spark.readStream().format("kafka")
                 .option("kafka.bootstrap.servers", config.bootstrapServers())
                 .option("subscribe", config.topic())
                 .option("startingOffsets", "earliest")
                 .option("maxOffsetsPerTrigger", String.valueOf(config.maxOffsetsPerTrigger()))
-                .load()
-                .select(from_json(col("value").cast("string"), schema).as("e"))
+                .load();
+    }
+
+    /** The seed article's job, as a user would write it. Checkpoint {@code work/checkpoint}, table {@code work/kpi}. */
+    static StreamingQuery plainJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
+        Dataset<Row> events = kafka(spark, config)
+                .select(from_json(col("value").cast("string"), EVENT_SCHEMA).as("e"))
                 .select("e.*");
         return events.withWatermark("event_ts", "10 minutes")
                 .groupBy(window(col("event_ts"), "5 minutes"), col("cell_site_id"))
@@ -117,5 +184,28 @@ public final class BenchJob {
                 .option("checkpointLocation", work.resolve("checkpoint").toString())
                 .trigger(Trigger.AvailableNow())
                 .start(work.resolve("kpi").toString());
+    }
+
+    /**
+     * The do-it-yourself bronze layer: every record appended as it arrives, parsed fields, message
+     * text and Kafka coordinates, partitioned by event date. Checkpoint {@code work/bronze-checkpoint},
+     * table {@code work/bronze}.
+     */
+    static StreamingQuery bronzeJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
+        return kafka(spark, config)
+                .select(from_json(col("value").cast("string"), EVENT_SCHEMA).as("e"),
+                        col("value").cast("string").as("payload"),
+                        col("topic").as("kafka_topic"),
+                        col("partition").as("kafka_partition"),
+                        col("offset").as("kafka_offset"),
+                        col("timestamp").as("kafka_timestamp"))
+                .select(col("e.subscriber_id"), col("e.cell_site_id"), col("e.event_ts"), col("e.volume_gb"), col("payload"),
+                        col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_timestamp"),
+                        to_date(col("e.event_ts")).as("event_date"))
+                .writeStream().format("delta").outputMode("append")
+                .partitionBy("event_date")
+                .option("checkpointLocation", work.resolve("bronze-checkpoint").toString())
+                .trigger(Trigger.AvailableNow())
+                .start(work.resolve("bronze").toString());
     }
 }

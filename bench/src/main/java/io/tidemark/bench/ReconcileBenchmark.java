@@ -28,6 +28,9 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerJobStart;
@@ -89,6 +92,7 @@ public final class ReconcileBenchmark {
     }
 
     public static void main(String[] args) throws Exception {
+        Instant startedAt = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
         long dayEvents = 5_000_000;
         long historyEvents = 1_000_000;
         int historyDays = 30;
@@ -98,6 +102,7 @@ public final class ReconcileBenchmark {
         List<String> only = List.of("h1", "h30", "plain");
         Path work = Path.of("bench/target/reconcile-lakehouse").toAbsolutePath();
         Path results = Path.of("bench/results.log").toAbsolutePath();
+        Path json = Path.of("bench/results/reconcile.json").toAbsolutePath();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--day-events" -> dayEvents = Long.parseLong(args[++i]);
@@ -116,7 +121,8 @@ public final class ReconcileBenchmark {
             throw new IllegalArgumentException("--history-days must be at least 1");
         }
         Params p = new Params(dayEvents, historyEvents, historyDays, filesPerDay);
-        System.out.println("load average before: " + loadAverage());
+        String loadBefore = loadAverage();
+        System.out.println("load average before: " + loadBefore);
         // The catalog's warehouse (the tidemark database) lives with the generated data, not in the working directory.
         System.setProperty("spark.sql.warehouse.dir", work.resolve("spark-warehouse").toString());
         SparkSession spark = SparkSessions.create(TidemarkConfig.defaults(), "bench-reconcile");
@@ -169,9 +175,12 @@ public final class ReconcileBenchmark {
         }
         String table = table(runs, hName, targetEvents);
         System.out.println(table);
-        System.out.println("load average after: " + loadAverage());
+        String loadAfter = loadAverage();
+        System.out.println("load average after: " + loadAfter);
         Files.writeString(results, "\n## " + Instant.now() + " reconcile " + String.join(" ", args) + "\n" + table,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        BenchResults.write(json, json(args, startedAt, p, rounds, runs, hName, targetEvents, loadBefore, loadAfter));
+        System.out.println("wrote " + json);
         spark.stop();
     }
 
@@ -352,6 +361,59 @@ public final class ReconcileBenchmark {
             b.append(String.format("throughput reconcile(h1)/plain = %.2fx%n", mp / m1));
         }
         return b.toString();
+    }
+
+    /** The machine-readable results: the same medians and ratios as {@link #table}, the runs, the load averages. */
+    static ObjectNode json(String[] args, Instant startedAt, Params p, int rounds, List<Run> runs, String hName, long events,
+            String loadBefore, String loadAfter) {
+        double m1 = median(runs, "h1");
+        double mN = median(runs, hName);
+        double mp = median(runs, "plain");
+        ObjectNode root = BenchResults.JSON.createObjectNode();
+        root.put("command", ("bench/run reconcile " + String.join(" ", args)).trim());
+        root.put("commit", BenchResults.gitCommit());
+        Boolean dirty = BenchResults.gitDirty();
+        if (dirty == null) {
+            root.putNull("working_tree_dirty");
+        } else {
+            root.put("working_tree_dirty", dirty);
+        }
+        root.put("started_at", startedAt.toString());
+        root.put("target_day", TARGET.toString());
+        root.put("target_events", events);
+        root.put("day_events", p.dayEvents());
+        root.put("history_events", p.historyEvents());
+        root.put("history_days", p.historyDays());
+        root.put("files_per_day", p.filesPerDay());
+        root.put("rounds", rounds);
+        root.set("load_avg_before", BenchResults.loadAverageJson(loadBefore));
+        root.set("load_avg_after", BenchResults.loadAverageJson(loadAfter));
+        ArrayNode loads = root.putArray("load_avg_before_each_run");
+        for (Run r : runs) {
+            ObjectNode l = loads.addObject();
+            l.put("round", r.round());
+            l.put("run", r.what());
+            l.set("load_avg", BenchResults.loadAverageJson(r.load()));
+        }
+        // median() answers 0 for a run that was left out (--only); the JSON says null.
+        ObjectNode med = root.putObject("median_seconds");
+        BenchResults.putNumber(med, "h1", m1 > 0 ? BenchResults.round(m1, 3) : Double.NaN);
+        BenchResults.putNumber(med, hName, mN > 0 ? BenchResults.round(mN, 3) : Double.NaN);
+        BenchResults.putNumber(med, "plain", mp > 0 ? BenchResults.round(mp, 3) : Double.NaN);
+        BenchResults.putNumber(root, "ratio_vs_plain", mp > 0 && mN > 0 ? BenchResults.round(mp / mN, 4) : Double.NaN);
+        BenchResults.putNumber(root, "ratio_h1_vs_plain", mp > 0 && m1 > 0 ? BenchResults.round(mp / m1, 4) : Double.NaN);
+        BenchResults.putNumber(root, "history_growth", m1 > 0 && mN > 0 ? BenchResults.round(mN / m1, 4) : Double.NaN);
+        ArrayNode rs = root.putArray("runs");
+        for (Run r : runs) {
+            ObjectNode o = rs.addObject();
+            o.put("round", r.round());
+            o.put("run", r.what());
+            o.put("seconds", r.millis() / 1000.0);
+            o.put("events_per_s", BenchResults.round(r.eventsPerSecond(), 1));
+            o.set("load_avg_before", BenchResults.loadAverageJson(r.load()));
+            o.put("note", r.note());
+        }
+        return root;
     }
 
     static double median(List<Run> runs, String what) {

@@ -1,16 +1,27 @@
 package io.tidemark.bench;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.ToDoubleFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.tidemark.broker.BrokerSettings;
 import io.tidemark.broker.LocalKafkaBroker;
@@ -19,43 +30,110 @@ import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
 
 /**
- * Drains the same backlog from a real broker with the speed layer and with the plain job, side by
- * side, at the same max records per batch, each in a fresh JVM; prints a markdown table and
- * appends it to the results file.
+ * Drains the same backlog from a real broker with the plain job, the speed layer and the
+ * do-it-yourself Lambda (see {@link BenchJob}), side by side at the same max records per batch,
+ * each run in a fresh JVM. The topic is produced once; then {@code --rounds} rounds, in each round
+ * for each batch size every job once, the order of the jobs rotated by the round so that no job
+ * always runs first. Prints every run and a summary of medians per batch size and job, the speed
+ * layer's median time per stage (from its {@code TIDEMARK_TRACE_BATCHES} lines), appends the tables
+ * to {@code bench/results.log} and writes {@code bench/results/speed.json}.
  *
- * <p>{@code bench/run speed [--events N] [--batch-sizes a,b] [--rounds R] [--only tidemark|plain]}
+ * <p>{@code bench/run speed [--events N] [--batch-sizes a,b] [--rounds R] [--only plain,tidemark,diy]}
  */
 public final class SpeedLayerBenchmark {
 
-    record Run(String job, long batchSize, long events, long millis, List<long[]> batches, long heapPeak, long rssPeak) {
+    static final List<String> JOBS = List.of("plain", "tidemark", "diy");
+    /** The queries each job runs; each must consume exactly the produced events. */
+    static final Map<String, List<String>> QUERIES = Map.of(
+            "plain", List.of("plain"),
+            "tidemark", List.of("tidemark"),
+            "diy", List.of("bronze", "kpi"));
+    static final Pattern TRACE = Pattern.compile("trace batch (\\d+) (\\S+) (\\d+) ms");
+
+    /** One micro-batch of one query. */
+    record Batch(String query, long id, long records, long millis) {
+    }
+
+    record Run(int round, String job, long batchSize, long events, String load, long millis, List<Batch> batches, long heapPeak,
+            long rssPeak, Map<Long, Map<String, Long>> trace) {
         double eventsPerSecond() {
             return events * 1000.0 / millis;
         }
 
-        double meanBatchSeconds() {
-            return batches.stream().mapToLong(b -> b[1]).average().orElse(0) / 1000.0;
+        List<Batch> of(String query) {
+            return batches.stream().filter(b -> b.query().equals(query)).toList();
+        }
+
+        /** The steady batches of every query (see {@link #steady}), in seconds. */
+        double[] steadyBatchSeconds() {
+            return QUERIES.get(job).stream().flatMap(q -> steady(of(q)).stream()).mapToDouble(b -> b.millis() / 1000.0).toArray();
+        }
+
+        /** The speed layer's batches whose stages count: all but batch 0 and the last batch (which may be partial). */
+        List<Long> steadyTraceBatches() {
+            List<Long> ids = of("tidemark").stream().map(Batch::id).sorted().toList();
+            if (ids.size() < 3) {
+                return List.of();
+            }
+            return ids.subList(1, ids.size() - 1).stream().filter(id -> id != 0).toList();
         }
     }
 
+    /**
+     * A query's batches but its first (start-up, JIT) and, when it holds fewer records than the
+     * largest batch, its last: the backlog's remainder (with 2 partitions Spark's rate limit takes
+     * e.g. 99,999 of 100,000 per batch, so the run ends with a batch of a few records).
+     */
+    static List<Batch> steady(List<Batch> batches) {
+        if (batches.size() < 2) {
+            return List.of();
+        }
+        long largest = batches.stream().mapToLong(Batch::records).max().orElse(0);
+        int end = batches.get(batches.size() - 1).records() < largest ? batches.size() - 1 : batches.size();
+        return batches.subList(1, Math.max(1, end));
+    }
+
+    record Summary(long batchSize, String job, List<Run> runs, double eps, double epsMin, double epsMax, double ratioVsPlain,
+            double ratioVsDiy, double heapMb, double heapRatioVsPlain, double rssMb, double steadyBatchS,
+            Map<String, Double> steadyBatchSByQuery) {
+    }
+
     public static void main(String[] args) throws Exception {
+        Instant startedAt = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         long events = 5_000_000;
         List<Long> batchSizes = List.of(500_000L, 2_000_000L);
-        int rounds = 1;
-        String only = null;
+        int rounds = 3;
+        List<String> only = JOBS;
         Path work = Path.of("bench/work").toAbsolutePath();
         Path results = Path.of("bench/results.log").toAbsolutePath();
+        Path json = Path.of("bench/results/speed.json").toAbsolutePath();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--events" -> events = Long.parseLong(args[++i]);
-                case "--batch-sizes" -> batchSizes = Arrays.stream(args[++i].split(",")).map(Long::parseLong).toList();
+                case "--batch-sizes" -> batchSizes = Arrays.stream(args[++i].split(",")).map(String::trim).map(Long::parseLong).toList();
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
-                case "--only" -> only = args[++i];
+                case "--only" -> only = Arrays.stream(args[++i].split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
-                default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]
+                        + " (known: --events, --batch-sizes, --rounds, --only, --work)");
             }
+        }
+        for (String j : only) {
+            if (!JOBS.contains(j)) {
+                throw new IllegalArgumentException("--only: unknown job " + j + " (known: " + String.join(", ", JOBS) + ")");
+            }
+        }
+        if (rounds < 1) {
+            throw new IllegalArgumentException("--rounds must be at least 1");
+        }
+        final List<String> selected = only;
+        List<String> jobs = JOBS.stream().filter(selected::contains).toList();
+        if (System.getenv("TIDEMARK_TRACE_BATCHES") == null && jobs.contains("tidemark")) {
+            System.out.println("note: TIDEMARK_TRACE_BATCHES is not set (bench/run sets it): no per-stage breakdown of the speed layer");
         }
         deleteRecursively(work);
         Files.createDirectories(work);
+        List<Run> runs = new ArrayList<>();
         try (LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(work.resolve("broker")).withHeapMb(1024))) {
             String topic = "bench-events";
             broker.createTopic(topic, 2);
@@ -65,44 +143,60 @@ public final class SpeedLayerBenchmark {
                     .produce(spec, p -> System.out.println("  " + p.line()));
             System.out.printf("produced %,d events in %.1f s%n", report.messages(), report.elapsed().toMillis() / 1000.0);
 
-            List<Run> runs = new ArrayList<>();
             for (int round = 0; round < rounds; round++) {
+                List<String> order = rotate(jobs, round);
                 for (long batchSize : batchSizes) {
-                    List<String> order = round % 2 == 0 ? List.of("plain", "tidemark") : List.of("tidemark", "plain");
                     for (String job : order) {
-                        if (only != null && !only.equals(job)) {
-                            continue;
-                        }
-                        Run r = runJob(job, broker.bootstrapServers(), topic, batchSize, events, work.resolve(job + "-" + batchSize + "-" + round));
-                        System.out.printf("%-8s batch %,9d: %,8.0f events/s, %d batches, mean batch %.1f s, heap peak %,d MB, RSS peak %,d MB%n",
-                                job, batchSize, r.eventsPerSecond(), r.batches().size(), r.meanBatchSeconds(), r.heapPeak() >> 20, r.rssPeak() >> 20);
+                        String load = BenchResults.loadAverage();
+                        System.out.printf("round %d, %s, batch %,d: load average before %s%n", round + 1, job, batchSize, load);
+                        Run r = runJob(round + 1, job, broker.bootstrapServers(), topic, batchSize, events, load,
+                                work.resolve(job + "-" + batchSize + "-" + round));
+                        System.out.printf("%-8s batch %,9d round %d: %,8.0f events/s, %s batches, mean batch %s s, heap peak %,.0f MB, RSS peak %,.0f MB, load before %s%n",
+                                job, batchSize, r.round(), r.eventsPerSecond(), perQuery(r, bs -> bs.size(), "%.0f"),
+                                perQuery(r, SpeedLayerBenchmark::meanSeconds, "%.1f"), r.heapPeak() / 1048576.0, r.rssPeak() / 1048576.0, load);
                         runs.add(r);
                     }
                 }
             }
-            String table = table(runs, events);
-            System.out.println(table);
-            Files.writeString(results, "\n## " + Instant.now() + " speed " + String.join(" ", args) + "\n" + table,
-                    StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         }
+        List<Summary> summaries = summarise(runs, batchSizes, jobs);
+        Map<Long, Map<String, double[]>> stages = stages(runs, batchSizes);
+        String text = runsTable(runs, events) + summaryTable(summaries, rounds) + stageTable(stages, runs);
+        System.out.println(text);
+        Files.writeString(results, "\n## " + Instant.now() + " speed " + String.join(" ", args) + "\n" + text,
+                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        BenchResults.write(json, json(args, startedAt, events, rounds, batchSizes, jobs, runs, summaries, stages));
+        System.out.println("wrote " + json);
     }
 
-    static Run runJob(String job, String bootstrap, String topic, long batchSize, long events, Path dir) throws Exception {
+    /** The jobs in their order rotated left by the round: round 0 plain, tidemark, diy; round 1 tidemark, diy, plain; ... */
+    static List<String> rotate(List<String> jobs, int round) {
+        List<String> order = new ArrayList<>();
+        for (int i = 0; i < jobs.size(); i++) {
+            order.add(jobs.get((i + round) % jobs.size()));
+        }
+        return order;
+    }
+
+    static Run runJob(int round, String job, String bootstrap, String topic, long batchSize, long events, String load, Path dir)
+            throws Exception {
         Files.createDirectories(dir);
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx8g");
-        cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
+        cmd.addAll(Arrays.stream(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")).filter(s -> !s.isEmpty()).toList());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), BenchJob.class.getName(),
                 job, bootstrap, topic, String.valueOf(batchSize), dir.toString()));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(dir.resolve("stderr.log").toFile());
+        Path stderr = dir.resolve("stderr.log");
+        // The child inherits this JVM's environment (TIDEMARK_TRACE_BATCHES from bench/run included).
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(stderr.toFile());
         pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
         Process p = pb.start();
         long start = 0;
         long end = 0;
         long heap = 0;
         long rss = 0;
-        List<long[]> batches = new ArrayList<>();
+        List<Batch> batches = new ArrayList<>();
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
@@ -111,8 +205,11 @@ public final class SpeedLayerBenchmark {
                     case "START" -> start = Long.parseLong(f[1]);
                     case "END" -> end = Long.parseLong(f[1]);
                     case "BATCH" -> {
-                        batches.add(new long[] {Long.parseLong(f[2]), Long.parseLong(f[3])});
-                        System.out.printf("  %s batch %s: %s records in %.1f s%n", job, f[1], f[2], Long.parseLong(f[3]) / 1000.0);
+                        String query = f.length > 5 ? f[5] : job;
+                        Batch b = new Batch(query, Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
+                        batches.add(b);
+                        System.out.printf("  %s batch %d: %,d records in %.1f s%n", job.equals(query) ? job : job + "/" + query, b.id(),
+                                b.records(), b.millis() / 1000.0);
                     }
                     case "PEAK" -> {
                         heap = Long.parseLong(f[1]);
@@ -124,35 +221,259 @@ public final class SpeedLayerBenchmark {
         }
         int exit = p.waitFor();
         if (exit != 0 || end == 0) {
-            throw new IllegalStateException(job + " run failed with exit code " + exit + "; see " + dir.resolve("stderr.log"));
+            throw new IllegalStateException(job + " run failed with exit code " + exit + "; see " + stderr);
         }
-        long consumed = batches.stream().mapToLong(b -> b[0]).sum();
-        if (consumed != events) {
-            throw new IllegalStateException(job + " consumed " + consumed + " records, expected " + events);
+        for (String q : QUERIES.get(job)) {
+            long consumed = batches.stream().filter(b -> b.query().equals(q)).mapToLong(Batch::records).sum();
+            if (consumed != events) {
+                throw new IllegalStateException(job + " query " + q + " consumed " + consumed + " records, expected " + events);
+            }
         }
-        return new Run(job, batchSize, events, end - start, batches, heap, rss);
+        List<String> unknown = batches.stream().map(Batch::query).filter(q -> !QUERIES.get(job).contains(q)).distinct().toList();
+        if (!unknown.isEmpty()) {
+            throw new IllegalStateException(job + " run reported batches of unexpected queries " + unknown);
+        }
+        Map<Long, Map<String, Long>> trace = job.equals("tidemark") ? readTrace(stderr) : Map.of();
+        if (job.equals("tidemark") && trace.isEmpty() && System.getenv("TIDEMARK_TRACE_BATCHES") != null) {
+            System.out.println("  warning: TIDEMARK_TRACE_BATCHES is set but " + stderr + " holds no trace lines");
+        }
+        return new Run(round, job, batchSize, events, load, end - start, batches, heap, rss, trace);
     }
 
-    static String table(List<Run> runs, long events) {
+    /** The speed layer's {@code trace batch <id> <stage> <ms> ms} lines: batch id -> stage -> ms. */
+    static Map<Long, Map<String, Long>> readTrace(Path stderr) throws IOException {
+        Map<Long, Map<String, Long>> trace = new TreeMap<>();
+        if (!Files.exists(stderr)) {
+            return trace;
+        }
+        try (var lines = Files.lines(stderr, StandardCharsets.UTF_8)) {
+            lines.forEach(l -> {
+                Matcher m = TRACE.matcher(l);
+                if (m.find()) {
+                    trace.computeIfAbsent(Long.parseLong(m.group(1)), k -> new LinkedHashMap<>()).put(m.group(2), Long.parseLong(m.group(3)));
+                }
+            });
+        }
+        return trace;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Medians
+    // ------------------------------------------------------------------------------------------
+
+    static List<Summary> summarise(List<Run> runs, List<Long> batchSizes, List<String> jobs) {
+        List<Summary> out = new ArrayList<>();
+        for (long bs : batchSizes) {
+            double plainEps = median(runs, bs, "plain", Run::eventsPerSecond);
+            double diyEps = median(runs, bs, "diy", Run::eventsPerSecond);
+            double plainHeap = median(runs, bs, "plain", r -> r.heapPeak() / 1048576.0);
+            for (String job : jobs) {
+                List<Run> rs = runs.stream().filter(r -> r.batchSize() == bs && r.job().equals(job)).toList();
+                if (rs.isEmpty()) {
+                    continue;
+                }
+                double eps = median(runs, bs, job, Run::eventsPerSecond);
+                double heap = median(runs, bs, job, r -> r.heapPeak() / 1048576.0);
+                Map<String, Double> byQuery = new LinkedHashMap<>();
+                for (String q : QUERIES.get(job)) {
+                    byQuery.put(q, BenchResults.median(rs.stream().flatMap(r -> steady(r.of(q)).stream())
+                            .mapToDouble(b -> b.millis() / 1000.0).toArray()));
+                }
+                out.add(new Summary(bs, job, rs, eps,
+                        rs.stream().mapToDouble(Run::eventsPerSecond).min().orElse(Double.NaN),
+                        rs.stream().mapToDouble(Run::eventsPerSecond).max().orElse(Double.NaN),
+                        eps / plainEps, eps / diyEps, heap, heap / plainHeap,
+                        median(runs, bs, job, r -> r.rssPeak() / 1048576.0),
+                        BenchResults.median(rs.stream().flatMapToDouble(r -> Arrays.stream(r.steadyBatchSeconds())).toArray()),
+                        byQuery));
+            }
+        }
+        return out;
+    }
+
+    static double median(List<Run> runs, long batchSize, String job, ToDoubleFunction<Run> f) {
+        return BenchResults.median(runs.stream().filter(r -> r.batchSize() == batchSize && r.job().equals(job)).mapToDouble(f).toArray());
+    }
+
+    /** Per batch size, the speed layer's stages -> their ms over the steady batches of every round, in the order first seen. */
+    static Map<Long, Map<String, double[]>> stages(List<Run> runs, List<Long> batchSizes) {
+        Map<Long, Map<String, double[]>> out = new LinkedHashMap<>();
+        for (long bs : batchSizes) {
+            Map<String, List<Double>> ms = new LinkedHashMap<>();
+            for (Run r : runs) {
+                if (r.batchSize() != bs || !r.job().equals("tidemark")) {
+                    continue;
+                }
+                for (long id : r.steadyTraceBatches()) {
+                    r.trace().getOrDefault(id, Map.of()).forEach((stage, v) -> ms.computeIfAbsent(stage, k -> new ArrayList<>()).add(v.doubleValue()));
+                }
+            }
+            Map<String, double[]> m = new LinkedHashMap<>();
+            ms.forEach((k, v) -> m.put(k, v.stream().mapToDouble(Double::doubleValue).toArray()));
+            out.put(bs, m);
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Tables
+    // ------------------------------------------------------------------------------------------
+
+    static String runsTable(List<Run> runs, long events) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format("%n%,d events; time = query start to end (JVM and Spark start excluded)%n%n", events));
-        sb.append("| max records/batch | job | events/s | ratio tidemark/plain | batches | mean batch s | first 3 batches s | last 3 batches s | heap peak MB | RSS peak MB |\n");
-        sb.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        sb.append(String.format("%n%,d events; time = query start to end of the last query (JVM and Spark start excluded); "
+                + "diy: figures per query as bronze / kpi%n%n", events));
+        sb.append("| round | max records/batch | job | load avg before (1/5/15 min) | events/s | batches | mean batch s | first 3 batches s | last 3 batches s | heap peak MB | RSS peak MB |\n");
+        sb.append("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Run r : runs) {
-            double plain = runs.stream().filter(x -> x.job().equals("plain") && x.batchSize() == r.batchSize())
-                    .mapToDouble(Run::eventsPerSecond).average().orElse(Double.NaN);
-            String ratio = r.job().equals("tidemark") ? String.format("%.2f", r.eventsPerSecond() / plain) : "";
-            sb.append(String.format("| %,d | %s | %,.0f | %s | %d | %.1f | %.1f | %.1f | %,d | %,d |%n", r.batchSize(), r.job(), r.eventsPerSecond(),
-                    ratio, r.batches().size(), r.meanBatchSeconds(), mean(r.batches(), true), mean(r.batches(), false),
-                    r.heapPeak() >> 20, r.rssPeak() >> 20));
+            sb.append(String.format("| %d | %,d | %s | %s | %,.0f | %s | %s | %s | %s | %,.0f | %,.0f |%n", r.round(), r.batchSize(), r.job(), r.load(),
+                    r.eventsPerSecond(), perQuery(r, List::size, "%.0f"), perQuery(r, SpeedLayerBenchmark::meanSeconds, "%.1f"),
+                    perQuery(r, b -> meanSeconds(b.subList(0, Math.min(3, b.size()))), "%.1f"),
+                    perQuery(r, b -> meanSeconds(b.subList(b.size() - Math.min(3, b.size()), b.size())), "%.1f"),
+                    r.heapPeak() / 1048576.0, r.rssPeak() / 1048576.0));
         }
         return sb.toString();
     }
 
-    private static double mean(List<long[]> batches, boolean first) {
-        int n = Math.min(3, batches.size());
-        List<long[]> part = first ? batches.subList(0, n) : batches.subList(batches.size() - n, batches.size());
-        return part.stream().mapToLong(b -> b[1]).average().orElse(0) / 1000.0;
+    static String summaryTable(List<Summary> summaries, int rounds) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format("%nMedians over %d round(s); ratios = median(job) / median(plain or diy) at the same batch size; "
+                + "steady batch = every batch but each query's first and, if partial, its last%n%n", rounds));
+        sb.append("| max records/batch | job | runs | median events/s | min-max events/s | ratio vs plain | ratio vs diy | median heap peak MB | heap vs plain | median RSS peak MB | median steady batch s |\n");
+        sb.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (Summary s : summaries) {
+            String steady = fmt("%.1f", s.steadyBatchS());
+            if (s.steadyBatchSByQuery().size() > 1) {
+                steady += " (" + s.steadyBatchSByQuery().entrySet().stream().map(e -> e.getKey() + " " + fmt("%.1f", e.getValue()))
+                        .collect(Collectors.joining(", ")) + ")";
+            }
+            sb.append(String.format("| %,d | %s | %d | %s | %s-%s | %s | %s | %s | %s | %s | %s |%n", s.batchSize(), s.job(), s.runs().size(),
+                    fmt("%,.0f", s.eps()), fmt("%,.0f", s.epsMin()), fmt("%,.0f", s.epsMax()), fmt("%.2f", s.ratioVsPlain()),
+                    fmt("%.2f", s.ratioVsDiy()), fmt("%,.0f", s.heapMb()), fmt("%.2f", s.heapRatioVsPlain()), fmt("%,.0f", s.rssMb()), steady));
+        }
+        return sb.toString();
+    }
+
+    static String stageTable(Map<Long, Map<String, double[]>> stages, List<Run> runs) {
+        if (runs.stream().noneMatch(r -> r.job().equals("tidemark"))) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder();
+        sb.append("\nSpeed layer, median ms per stage over the steady batches (all but batch 0 and the last) of every round "
+                + "(TIDEMARK_TRACE_BATCHES; the appends and the KPI write run in parallel)\n\n");
+        for (var e : stages.entrySet()) {
+            long bs = e.getKey();
+            int n = runs.stream().filter(r -> r.batchSize() == bs && r.job().equals("tidemark")).mapToInt(r -> r.steadyTraceBatches().size()).sum();
+            sb.append(String.format("max records/batch %,d: %d steady batch(es)%n", bs, n));
+            if (e.getValue().isEmpty()) {
+                sb.append("(no trace lines for steady batches: fewer than 3 batches per run, or TIDEMARK_TRACE_BATCHES not set)\n\n");
+                continue;
+            }
+            sb.append("| stage | median ms | min-max ms | samples |\n|---|---:|---:|---:|\n");
+            e.getValue().forEach((stage, v) -> sb.append(String.format("| %s | %,.0f | %,.0f-%,.0f | %d |%n", stage, BenchResults.median(v),
+                    Arrays.stream(v).min().orElse(0), Arrays.stream(v).max().orElse(0), v.length)));
+            sb.append('\n');
+        }
+        return sb.toString();
+    }
+
+    /** A per-batch figure of a run: one value, or for a job of several queries the values per query joined by " / ". */
+    static String perQuery(Run r, java.util.function.Function<List<Batch>, Number> f, String format) {
+        return QUERIES.get(r.job()).stream().map(q -> fmt(format, f.apply(r.of(q)).doubleValue())).collect(Collectors.joining(" / "));
+    }
+
+    static double meanSeconds(List<Batch> batches) {
+        return batches.stream().mapToLong(Batch::millis).average().orElse(0) / 1000.0;
+    }
+
+    static String fmt(String format, double v) {
+        return Double.isFinite(v) ? String.format(format, v) : "";
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // JSON
+    // ------------------------------------------------------------------------------------------
+
+    static ObjectNode json(String[] args, Instant startedAt, long events, int rounds, List<Long> batchSizes, List<String> jobs, List<Run> runs,
+            List<Summary> summaries, Map<Long, Map<String, double[]>> stages) {
+        ObjectNode root = BenchResults.JSON.createObjectNode();
+        root.put("command", ("bench/run speed " + String.join(" ", args)).trim());
+        root.put("commit", BenchResults.gitCommit());
+        Boolean dirty = BenchResults.gitDirty();
+        if (dirty == null) {
+            root.putNull("working_tree_dirty");
+        } else {
+            root.put("working_tree_dirty", dirty);
+        }
+        root.put("started_at", startedAt.toString());
+        root.put("events", events);
+        root.put("rounds", rounds);
+        ArrayNode sizes = root.putArray("batch_sizes");
+        batchSizes.forEach(sizes::add);
+        ArrayNode js = root.putArray("jobs");
+        jobs.forEach(js::add);
+        ArrayNode loads = root.putArray("load_avg_before_each_run");
+        for (Run r : runs) {
+            ObjectNode l = loads.addObject();
+            l.put("round", r.round());
+            l.put("batch_size", r.batchSize());
+            l.put("job", r.job());
+            l.set("load_avg", BenchResults.loadAverageJson(r.load()));
+        }
+        ArrayNode res = root.putArray("results");
+        for (Summary s : summaries) {
+            ObjectNode o = res.addObject();
+            o.put("job", s.job());
+            o.put("batch_size", s.batchSize());
+            o.put("runs", s.runs().size());
+            BenchResults.putNumber(o, "events_per_s", BenchResults.round(s.eps(), 1));
+            BenchResults.putNumber(o, "events_per_s_min", BenchResults.round(s.epsMin(), 1));
+            BenchResults.putNumber(o, "events_per_s_max", BenchResults.round(s.epsMax(), 1));
+            BenchResults.putNumber(o, "ratio_vs_plain", BenchResults.round(s.ratioVsPlain(), 4));
+            BenchResults.putNumber(o, "ratio_vs_diy", BenchResults.round(s.ratioVsDiy(), 4));
+            BenchResults.putNumber(o, "heap_peak_mb", BenchResults.round(s.heapMb(), 1));
+            BenchResults.putNumber(o, "heap_ratio_vs_plain", BenchResults.round(s.heapRatioVsPlain(), 4));
+            BenchResults.putNumber(o, "rss_peak_mb", BenchResults.round(s.rssMb(), 1));
+            BenchResults.putNumber(o, "steady_batch_s", BenchResults.round(s.steadyBatchS(), 3));
+            if (s.steadyBatchSByQuery().size() > 1) {
+                ObjectNode q = o.putObject("steady_batch_s_by_query");
+                s.steadyBatchSByQuery().forEach((k, v) -> BenchResults.putNumber(q, k, BenchResults.round(v, 3)));
+            }
+        }
+        if (jobs.contains("tidemark")) {
+            ObjectNode st = root.putObject("stages");
+            ObjectNode counts = root.putObject("stages_steady_batches");
+            for (var e : stages.entrySet()) {
+                ObjectNode m = st.putObject(String.valueOf(e.getKey()));
+                new TreeMap<>(e.getValue()).forEach((stage, v) -> BenchResults.putNumber(m, stage, BenchResults.median(v)));
+                long bs = e.getKey();
+                counts.put(String.valueOf(bs), runs.stream().filter(r -> r.batchSize() == bs && r.job().equals("tidemark"))
+                        .mapToInt(r -> r.steadyTraceBatches().size()).sum());
+            }
+        }
+        ArrayNode rs = root.putArray("runs");
+        for (Run r : runs) {
+            ObjectNode o = rs.addObject();
+            o.put("round", r.round());
+            o.put("job", r.job());
+            o.put("batch_size", r.batchSize());
+            o.set("load_avg_before", BenchResults.loadAverageJson(r.load()));
+            o.put("millis", r.millis());
+            o.put("events_per_s", BenchResults.round(r.eventsPerSecond(), 1));
+            o.put("heap_peak_mb", BenchResults.round(r.heapPeak() / 1048576.0, 1));
+            o.put("rss_peak_mb", BenchResults.round(r.rssPeak() / 1048576.0, 1));
+            ObjectNode bq = o.putObject("batches");
+            for (String q : QUERIES.get(r.job())) {
+                ArrayNode a = bq.putArray(q);
+                for (Batch b : r.of(q)) {
+                    ObjectNode x = a.addObject();
+                    x.put("id", b.id());
+                    x.put("records", b.records());
+                    x.put("millis", b.millis());
+                }
+            }
+        }
+        return root;
     }
 
     static void deleteRecursively(Path p) throws Exception {
