@@ -102,7 +102,9 @@ public final class BenchJob {
             public void onQueryTerminated(QueryTerminatedEvent event) {
             }
         });
+        LiveHeap liveHeap = LiveHeap.watch();
         long start = System.currentTimeMillis();
+        long cpuStart = processCpuNanos();
         List<StreamingQuery> queries = new ArrayList<>();
         StreamingJob job = null;
         try {
@@ -150,6 +152,7 @@ public final class BenchJob {
             job.close();
         }
         System.out.println("END " + System.currentTimeMillis());
+        System.out.println("CPU " + (processCpuNanos() - cpuStart));
         long heapPeak = 0;
         for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
             if (pool.getType() == MemoryType.HEAP) {
@@ -158,8 +161,50 @@ public final class BenchJob {
         }
         String hwm = Files.readAllLines(Path.of("/proc/self/status")).stream()
                 .filter(l -> l.startsWith("VmHWM")).findFirst().orElse("VmHWM: 0 kB").replaceAll("\\D+", " ").trim();
-        System.out.println("PEAK " + heapPeak + " " + Long.parseLong(hwm.split(" ")[0]) * 1024);
+        System.out.println("PEAK " + heapPeak + " " + Long.parseLong(hwm.split(" ")[0]) * 1024 + " " + liveHeap.peak());
         spark.stop();
+    }
+
+    /** CPU time of this JVM, every thread (Spark's tasks and driver, GC, JIT): the cores a job costs, steadier than wall time on a shared machine. */
+    static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
+    /**
+     * The largest heap left in use after a garbage collection: what the job needs to keep, where the
+     * peak of the heap pools mostly says how much garbage the collector let pile up before it ran.
+     */
+    static final class LiveHeap {
+        private final java.util.concurrent.atomic.AtomicLong peak = new java.util.concurrent.atomic.AtomicLong();
+
+        static LiveHeap watch() {
+            LiveHeap h = new LiveHeap();
+            for (java.lang.management.GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+                ((javax.management.NotificationEmitter) gc).addNotificationListener((n, hb) -> {
+                    if (!com.sun.management.GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(n.getType())) {
+                        return;
+                    }
+                    var info = com.sun.management.GarbageCollectionNotificationInfo.from((javax.management.openmbean.CompositeData) n.getUserData());
+                    long used = 0;
+                    for (var e : info.getGcInfo().getMemoryUsageAfterGc().entrySet()) {
+                        if (isHeap(e.getKey())) {
+                            used += e.getValue().getUsed();
+                        }
+                    }
+                    long u = used;
+                    h.peak.accumulateAndGet(u, Math::max);
+                }, null, null);
+            }
+            return h;
+        }
+
+        private static boolean isHeap(String pool) {
+            return ManagementFactory.getMemoryPoolMXBeans().stream().anyMatch(p -> p.getName().equals(pool) && p.getType() == MemoryType.HEAP);
+        }
+
+        long peak() {
+            return peak.get();
+        }
     }
 
     /** The topic as the seed article reads it: from the earliest offset, at most maxOffsetsPerTrigger records per batch. */

@@ -55,9 +55,14 @@ public final class SpeedLayerBenchmark {
     }
 
     record Run(int round, String job, long batchSize, long events, String load, long millis, List<Batch> batches, long heapPeak,
-            long rssPeak, Map<Long, Map<String, Long>> trace) {
+            long rssPeak, long liveHeapPeak, long cpuNanos, Map<Long, Map<String, Long>> trace) {
         double eventsPerSecond() {
             return events * 1000.0 / millis;
+        }
+
+        /** CPU seconds (all threads of the job's JVM) per million events: the cores the job costs. */
+        double cpuSecondsPerMillion() {
+            return cpuNanos / 1e9 / (events / 1e6);
         }
 
         List<Batch> of(String query) {
@@ -95,7 +100,8 @@ public final class SpeedLayerBenchmark {
 
     record Summary(long batchSize, String job, List<Run> runs, double eps, double epsMin, double epsMax, double ratioVsPlain,
             double ratioVsDiy, double heapMb, double heapRatioVsPlain, double rssMb, double steadyBatchS,
-            Map<String, Double> steadyBatchSByQuery) {
+            Map<String, Double> steadyBatchSByQuery, double liveHeapMb, double liveHeapRatioVsPlain, double cpuSPerMillion,
+            double cpuRatioVsPlain) {
     }
 
     public static void main(String[] args) throws Exception {
@@ -196,6 +202,8 @@ public final class SpeedLayerBenchmark {
         long end = 0;
         long heap = 0;
         long rss = 0;
+        long liveHeap = 0;
+        long cpu = 0;
         List<Batch> batches = new ArrayList<>();
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
@@ -204,6 +212,7 @@ public final class SpeedLayerBenchmark {
                 switch (f[0]) {
                     case "START" -> start = Long.parseLong(f[1]);
                     case "END" -> end = Long.parseLong(f[1]);
+                    case "CPU" -> cpu = Long.parseLong(f[1]);
                     case "BATCH" -> {
                         String query = f.length > 5 ? f[5] : job;
                         Batch b = new Batch(query, Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
@@ -214,6 +223,7 @@ public final class SpeedLayerBenchmark {
                     case "PEAK" -> {
                         heap = Long.parseLong(f[1]);
                         rss = Long.parseLong(f[2]);
+                        liveHeap = Long.parseLong(f[3]);
                     }
                     default -> { }
                 }
@@ -237,7 +247,7 @@ public final class SpeedLayerBenchmark {
         if (job.equals("tidemark") && trace.isEmpty() && System.getenv("TIDEMARK_TRACE_BATCHES") != null) {
             System.out.println("  warning: TIDEMARK_TRACE_BATCHES is set but " + stderr + " holds no trace lines");
         }
-        return new Run(round, job, batchSize, events, load, end - start, batches, heap, rss, trace);
+        return new Run(round, job, batchSize, events, load, end - start, batches, heap, rss, liveHeap, cpu, trace);
     }
 
     /** The speed layer's {@code trace batch <id> <stage> <ms> ms} lines: batch id -> stage -> ms. */
@@ -267,6 +277,8 @@ public final class SpeedLayerBenchmark {
             double plainEps = median(runs, bs, "plain", Run::eventsPerSecond);
             double diyEps = median(runs, bs, "diy", Run::eventsPerSecond);
             double plainHeap = median(runs, bs, "plain", r -> r.heapPeak() / 1048576.0);
+            double plainLive = median(runs, bs, "plain", r -> r.liveHeapPeak() / 1048576.0);
+            double plainCpu = median(runs, bs, "plain", Run::cpuSecondsPerMillion);
             for (String job : jobs) {
                 List<Run> rs = runs.stream().filter(r -> r.batchSize() == bs && r.job().equals(job)).toList();
                 if (rs.isEmpty()) {
@@ -285,7 +297,9 @@ public final class SpeedLayerBenchmark {
                         eps / plainEps, eps / diyEps, heap, heap / plainHeap,
                         median(runs, bs, job, r -> r.rssPeak() / 1048576.0),
                         BenchResults.median(rs.stream().flatMapToDouble(r -> Arrays.stream(r.steadyBatchSeconds())).toArray()),
-                        byQuery));
+                        byQuery, median(runs, bs, job, r -> r.liveHeapPeak() / 1048576.0),
+                        median(runs, bs, job, r -> r.liveHeapPeak() / 1048576.0) / plainLive,
+                        median(runs, bs, job, Run::cpuSecondsPerMillion), median(runs, bs, job, Run::cpuSecondsPerMillion) / plainCpu));
             }
         }
         return out;
@@ -323,14 +337,14 @@ public final class SpeedLayerBenchmark {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format("%n%,d events; time = query start to end of the last query (JVM and Spark start excluded); "
                 + "diy: figures per query as bronze / kpi%n%n", events));
-        sb.append("| round | max records/batch | job | load avg before (1/5/15 min) | events/s | batches | mean batch s | first 3 batches s | last 3 batches s | heap peak MB | RSS peak MB |\n");
-        sb.append("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        sb.append("| round | max records/batch | job | load avg before (1/5/15 min) | events/s | batches | mean batch s | first 3 batches s | last 3 batches s | heap peak MB | live heap peak MB | RSS peak MB | CPU s per M events |\n");
+        sb.append("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Run r : runs) {
-            sb.append(String.format("| %d | %,d | %s | %s | %,.0f | %s | %s | %s | %s | %,.0f | %,.0f |%n", r.round(), r.batchSize(), r.job(), r.load(),
+            sb.append(String.format("| %d | %,d | %s | %s | %,.0f | %s | %s | %s | %s | %,.0f | %,.0f | %,.0f | %.1f |%n", r.round(), r.batchSize(), r.job(), r.load(),
                     r.eventsPerSecond(), perQuery(r, List::size, "%.0f"), perQuery(r, SpeedLayerBenchmark::meanSeconds, "%.1f"),
                     perQuery(r, b -> meanSeconds(b.subList(0, Math.min(3, b.size()))), "%.1f"),
                     perQuery(r, b -> meanSeconds(b.subList(b.size() - Math.min(3, b.size()), b.size())), "%.1f"),
-                    r.heapPeak() / 1048576.0, r.rssPeak() / 1048576.0));
+                    r.heapPeak() / 1048576.0, r.liveHeapPeak() / 1048576.0, r.rssPeak() / 1048576.0, r.cpuSecondsPerMillion()));
         }
         return sb.toString();
     }
@@ -339,17 +353,19 @@ public final class SpeedLayerBenchmark {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format("%nMedians over %d round(s); ratios = median(job) / median(plain or diy) at the same batch size; "
                 + "steady batch = every batch but each query's first and, if partial, its last%n%n", rounds));
-        sb.append("| max records/batch | job | runs | median events/s | min-max events/s | ratio vs plain | ratio vs diy | median heap peak MB | heap vs plain | median RSS peak MB | median steady batch s |\n");
-        sb.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        sb.append("| max records/batch | job | runs | median events/s | min-max events/s | ratio vs plain | ratio vs diy | median heap peak MB | heap vs plain | median live heap peak MB | live heap vs plain | median RSS peak MB | median CPU s per M events | CPU vs plain | median steady batch s |\n");
+        sb.append("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Summary s : summaries) {
             String steady = fmt("%.1f", s.steadyBatchS());
             if (s.steadyBatchSByQuery().size() > 1) {
                 steady += " (" + s.steadyBatchSByQuery().entrySet().stream().map(e -> e.getKey() + " " + fmt("%.1f", e.getValue()))
                         .collect(Collectors.joining(", ")) + ")";
             }
-            sb.append(String.format("| %,d | %s | %d | %s | %s-%s | %s | %s | %s | %s | %s | %s |%n", s.batchSize(), s.job(), s.runs().size(),
-                    fmt("%,.0f", s.eps()), fmt("%,.0f", s.epsMin()), fmt("%,.0f", s.epsMax()), fmt("%.2f", s.ratioVsPlain()),
-                    fmt("%.2f", s.ratioVsDiy()), fmt("%,.0f", s.heapMb()), fmt("%.2f", s.heapRatioVsPlain()), fmt("%,.0f", s.rssMb()), steady));
+            sb.append(String.format("| %,d | %s | %d | %s | %s-%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", s.batchSize(), s.job(),
+                    s.runs().size(), fmt("%,.0f", s.eps()), fmt("%,.0f", s.epsMin()), fmt("%,.0f", s.epsMax()), fmt("%.2f", s.ratioVsPlain()),
+                    fmt("%.2f", s.ratioVsDiy()), fmt("%,.0f", s.heapMb()), fmt("%.2f", s.heapRatioVsPlain()), fmt("%,.0f", s.liveHeapMb()),
+                    fmt("%.2f", s.liveHeapRatioVsPlain()), fmt("%,.0f", s.rssMb()), fmt("%.1f", s.cpuSPerMillion()), fmt("%.2f", s.cpuRatioVsPlain()),
+                    steady));
         }
         return sb.toString();
     }
@@ -434,6 +450,10 @@ public final class SpeedLayerBenchmark {
             BenchResults.putNumber(o, "heap_peak_mb", BenchResults.round(s.heapMb(), 1));
             BenchResults.putNumber(o, "heap_ratio_vs_plain", BenchResults.round(s.heapRatioVsPlain(), 4));
             BenchResults.putNumber(o, "rss_peak_mb", BenchResults.round(s.rssMb(), 1));
+            BenchResults.putNumber(o, "live_heap_peak_mb", BenchResults.round(s.liveHeapMb(), 1));
+            BenchResults.putNumber(o, "live_heap_ratio_vs_plain", BenchResults.round(s.liveHeapRatioVsPlain(), 4));
+            BenchResults.putNumber(o, "cpu_s_per_million_events", BenchResults.round(s.cpuSPerMillion(), 2));
+            BenchResults.putNumber(o, "cpu_ratio_vs_plain", BenchResults.round(s.cpuRatioVsPlain(), 4));
             BenchResults.putNumber(o, "steady_batch_s", BenchResults.round(s.steadyBatchS(), 3));
             if (s.steadyBatchSByQuery().size() > 1) {
                 ObjectNode q = o.putObject("steady_batch_s_by_query");
@@ -462,6 +482,8 @@ public final class SpeedLayerBenchmark {
             o.put("events_per_s", BenchResults.round(r.eventsPerSecond(), 1));
             o.put("heap_peak_mb", BenchResults.round(r.heapPeak() / 1048576.0, 1));
             o.put("rss_peak_mb", BenchResults.round(r.rssPeak() / 1048576.0, 1));
+            o.put("live_heap_peak_mb", BenchResults.round(r.liveHeapPeak() / 1048576.0, 1));
+            o.put("cpu_s", BenchResults.round(r.cpuNanos() / 1e9, 2));
             ObjectNode bq = o.putObject("batches");
             for (String q : QUERIES.get(r.job())) {
                 ArrayNode a = bq.putArray(q);
