@@ -1,0 +1,68 @@
+package io.tidemark.stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.math.BigDecimal;
+import java.sql.Timestamp;
+import java.time.LocalDate;
+import java.util.List;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The driver-side merge of open windows must leave in kpi_5m exactly what Spark's own functions
+ * would: the sketch union of {@code hll_union_agg} byte for byte, the estimate of
+ * {@code hll_sketch_estimate}, and exact sums.
+ */
+class OpenWindowKpisTest {
+    private static SparkSession spark;
+
+    @BeforeAll
+    static void start() {
+        spark = SparkSession.builder().master("local[1]").appName("open-window-kpis-test")
+                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate();
+    }
+
+    @AfterAll
+    static void stop() {
+        spark.stop();
+    }
+
+    private static byte[] sketchOf(int from, int to) {
+        return (byte[]) spark.sql("SELECT hll_sketch_agg(concat('sub-', CAST(id AS STRING)), 12) FROM range(" + from + ", " + to + ")")
+                .first().get(0);
+    }
+
+    @Test
+    void mergeMatchesSparksUnionAndEstimate() {
+        // Small sketches (list/set mode) and large ones (HLL mode) both.
+        for (int[] r : new int[][] {{0, 5, 3, 9}, {0, 400, 200, 900}, {0, 20_000, 10_000, 45_000}}) {
+            byte[] a = sketchOf(r[0], r[1]);
+            byte[] b = sketchOf(r[2], r[3]);
+            spark.createDataFrame(List.of(org.apache.spark.sql.RowFactory.create((Object) a), org.apache.spark.sql.RowFactory.create((Object) b)),
+                    new org.apache.spark.sql.types.StructType().add("s", org.apache.spark.sql.types.DataTypes.BinaryType)).coalesce(1)
+                    .createOrReplaceTempView("sketches");
+            Row expected = spark.sql("SELECT u, hll_sketch_estimate(u) FROM (SELECT hll_union_agg(s) AS u FROM sketches)").first();
+
+            LocalDate day = LocalDate.of(2026, 11, 28);
+            OpenWindowKpis.Kpi x = new OpenWindowKpis.Kpi(day, 2, new BigDecimal("1.250000000"), a, Timestamp.valueOf("2026-11-28 10:00:00"));
+            OpenWindowKpis.Kpi y = new OpenWindowKpis.Kpi(day, 3, new BigDecimal("0.000000001"), b, Timestamp.valueOf("2026-11-28 10:00:05"));
+            OpenWindowKpis.Kpi merged = x.plus(y);
+
+            assertThat(merged.sketch()).as("union of %s", java.util.Arrays.toString(r)).isEqualTo((byte[]) expected.get(0));
+            assertThat(merged.subscribers()).isEqualTo(expected.getLong(1));
+            assertThat(merged.count()).isEqualTo(5);
+            assertThat(merged.totalGb()).isEqualTo(new BigDecimal("1.250000001"));
+            assertThat(merged.updatedAt()).isEqualTo(Timestamp.valueOf("2026-11-28 10:00:05"));
+        }
+        // The estimates are the distinct counts within HLL's error (exact while small).
+        assertThat(new OpenWindowKpis.Kpi(LocalDate.of(2026, 11, 28), 1, BigDecimal.ONE, sketchOf(0, 5), Timestamp.valueOf("2026-11-28 10:00:00"))
+                .plus(new OpenWindowKpis.Kpi(LocalDate.of(2026, 11, 28), 1, BigDecimal.ONE, sketchOf(3, 9), Timestamp.valueOf("2026-11-28 10:00:00")))
+                .subscribers()).isEqualTo(9);
+    }
+}
