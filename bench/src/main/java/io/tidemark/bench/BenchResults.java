@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
@@ -56,6 +57,24 @@ final class BenchResults {
             return JSON.nullNode();
         }
         return a;
+    }
+
+    /**
+     * The start of a benchmark's results document: the command, the commit it ran on, whether the
+     * working tree differed from it, and when it started.
+     */
+    static ObjectNode header(String command, Instant startedAt) {
+        ObjectNode root = JSON.createObjectNode();
+        root.put("command", command.trim());
+        root.put("commit", gitCommit());
+        Boolean dirty = gitDirty();
+        if (dirty == null) {
+            root.putNull("working_tree_dirty");
+        } else {
+            root.put("working_tree_dirty", dirty);
+        }
+        root.put("started_at", startedAt.toString());
+        return root;
     }
 
     /** {@code git rev-parse --short HEAD} in the working directory, or null if git or the repository is not there. */

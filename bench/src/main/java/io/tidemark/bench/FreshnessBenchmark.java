@@ -116,7 +116,7 @@ public final class FreshnessBenchmark {
         System.out.printf(Locale.ROOT, "freshness: %,.0f events/s for %s, trigger %s, warm-up %s excluded; load average %s%n",
                 rate, human(duration), human(trigger), human(warmup), loads(loadBefore));
 
-        deleteRecursively(work);
+        SpeedLayerBenchmark.deleteRecursively(work);
         Files.createDirectories(work);
         Path streamDir = work.resolve("stream");
         Path lakehouse = streamDir.resolve("lakehouse");
@@ -166,11 +166,11 @@ public final class FreshnessBenchmark {
 
         Map<String, Object> json = new LinkedHashMap<>();
         json.put("command", command);
-        json.put("commit", gitCommit());
-        json.put("worktree_dirty", gitDirty());
+        json.put("commit", BenchResults.gitCommit());
+        json.put("worktree_dirty", BenchResults.gitDirty());
         json.put("finished_at", Instant.now().toString());
         json.put("rate", rate);
-        json.put("rate_achieved", round(report.messagesPerSecond(), 1));
+        json.put("rate_achieved", BenchResults.round(report.messagesPerSecond(), 1));
         json.put("trigger_s", trigger.toMillis() / 1000.0);
         json.put("duration_s", duration.toMillis() / 1000.0);
         json.put("warmup_s", warmup.toMillis() / 1000.0);
@@ -183,13 +183,13 @@ public final class FreshnessBenchmark {
         json.put("events_never_visible", r.neverVisible);
         json.put("batches", r.batches);
         json.put("batches_with_records", r.batchesWithRecords);
-        json.put("median_batch_s", round(r.medianBatchMs / 1000.0, 3));
+        json.put("median_batch_s", BenchResults.round(r.medianBatchMs / 1000.0, 3));
         json.put("max_batch_s", r.maxBatchMs / 1000.0);
-        json.put("p50_s", round(r.p50Ms / 1000.0, 3));
-        json.put("p95_s", round(r.p95Ms / 1000.0, 3));
-        json.put("p99_s", round(r.p99Ms / 1000.0, 3));
-        json.put("max_s", round(r.maxMs / 1000.0, 3));
-        json.put("min_s", round(r.minMs / 1000.0, 3));
+        json.put("p50_s", BenchResults.round(r.p50Ms / 1000.0, 3));
+        json.put("p95_s", BenchResults.round(r.p95Ms / 1000.0, 3));
+        json.put("p99_s", BenchResults.round(r.p99Ms / 1000.0, 3));
+        json.put("max_s", BenchResults.round(r.maxMs / 1000.0, 3));
+        json.put("min_s", BenchResults.round(r.minMs / 1000.0, 3));
         json.put("target_s", targetS);
         json.put("target_met", met);
         json.put("loadavg_before", loadBefore);
@@ -563,15 +563,6 @@ public final class FreshnessBenchmark {
         }
     }
 
-    static void deleteRecursively(Path p) throws Exception {
-        if (!Files.exists(p)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(p)) {
-            s.sorted((a, b) -> b.getNameCount() - a.getNameCount()).forEach(x -> x.toFile().delete());
-        }
-    }
-
     static double[] loadAverage() {
         try {
             String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
@@ -585,38 +576,12 @@ public final class FreshnessBenchmark {
         return String.format(Locale.ROOT, "%.2f %.2f %.2f", l[0], l[1], l[2]);
     }
 
-    static String gitCommit() {
-        try {
-            Process p = new ProcessBuilder("git", "rev-parse", "--short", "HEAD").redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            return p.waitFor() == 0 && !out.isEmpty() ? out : null;
-        } catch (Exception e) {
-            return null;
-        }
-    }
-
-    /** Whether tracked files differ from HEAD (the commit then does not name the code that ran); null when unknown. */
-    static Boolean gitDirty() {
-        try {
-            Process p = new ProcessBuilder("git", "status", "--porcelain", "--untracked-files=no").redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
-            return p.waitFor() == 0 ? !out.isEmpty() : null;
-        } catch (Exception e) {
-            return null;
-        }
-    }
-
     static String human(Duration d) {
         long ms = d.toMillis();
         if (ms % 60_000 == 0) {
             return ms / 60_000 + " min";
         }
         return ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms";
-    }
-
-    static double round(double x, int digits) {
-        double f = Math.pow(10, digits);
-        return Math.round(x * f) / f;
     }
 
     private FreshnessBenchmark() {

@@ -369,16 +369,7 @@ public final class ReconcileBenchmark {
         double m1 = median(runs, "h1");
         double mN = median(runs, hName);
         double mp = median(runs, "plain");
-        ObjectNode root = BenchResults.JSON.createObjectNode();
-        root.put("command", ("bench/run reconcile " + String.join(" ", args)).trim());
-        root.put("commit", BenchResults.gitCommit());
-        Boolean dirty = BenchResults.gitDirty();
-        if (dirty == null) {
-            root.putNull("working_tree_dirty");
-        } else {
-            root.put("working_tree_dirty", dirty);
-        }
-        root.put("started_at", startedAt.toString());
+        ObjectNode root = BenchResults.header("bench/run reconcile " + String.join(" ", args), startedAt);
         root.put("target_day", TARGET.toString());
         root.put("target_events", events);
         root.put("day_events", p.dayEvents());

@@ -412,16 +412,7 @@ public final class SpeedLayerBenchmark {
 
     static ObjectNode json(String[] args, Instant startedAt, long events, int rounds, List<Long> batchSizes, List<String> jobs, List<Run> runs,
             List<Summary> summaries, Map<Long, Map<String, double[]>> stages) {
-        ObjectNode root = BenchResults.JSON.createObjectNode();
-        root.put("command", ("bench/run speed " + String.join(" ", args)).trim());
-        root.put("commit", BenchResults.gitCommit());
-        Boolean dirty = BenchResults.gitDirty();
-        if (dirty == null) {
-            root.putNull("working_tree_dirty");
-        } else {
-            root.put("working_tree_dirty", dirty);
-        }
-        root.put("started_at", startedAt.toString());
+        ObjectNode root = BenchResults.header("bench/run speed " + String.join(" ", args), startedAt);
         root.put("events", events);
         root.put("rounds", rounds);
         ArrayNode sizes = root.putArray("batch_sizes");

@@ -12,7 +12,7 @@ import org.apache.spark.sql.SparkSession;
 import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
- * SPEC.md's conservation law, checked on the tables themselves: every consumed Kafka record is in
+ * The conservation law (README, guarantees of the speed layer), checked on the tables themselves: every consumed Kafka record is in
  * exactly one of raw_events or dead_letter; every raw_events record is counted in exactly one KPI
  * window or is in late_events, never both, never neither. KPI rows written by the stream must equal
  * a recomputation from the on-time raw records; rows of reconciled days ({@code source = 'batch'})

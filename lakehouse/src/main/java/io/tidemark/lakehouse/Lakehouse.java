@@ -15,7 +15,7 @@ import org.apache.spark.sql.SparkSession;
  */
 public final class Lakehouse {
 
-    /** The tables of SPEC.md. */
+    /** The tables of sql/tables.sql. */
     public enum Table {
         RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT;
 

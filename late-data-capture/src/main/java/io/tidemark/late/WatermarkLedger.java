@@ -5,8 +5,8 @@ package io.tidemark.late;
  *
  * <p>Spark records a watermark per micro-batch, {@code wm(N) = max(wm(N-1), maxEventTime(batches
  * < N) - lateness)}, and its windowed aggregation drops a row of batch N when its
- * {@code window_end <= wm(N-1)}: the watermark recorded for the previous batch (DESIGN.md,
- * verified against native aggregation; re-checked side by side in LateRecordRouterVsSparkTest).
+ * {@code window_end <= wm(N-1)}: the watermark recorded for the previous batch (verified
+ * against native aggregation; re-checked side by side in LateSplitVsSparkTest).
  * Tidemark calls that threshold "the watermark in force for batch N".
  *
  * <p>Writing the threshold of batch N+1 out: {@code T(N+1) = wm(N) = max(T(N), seen(N-1) - lateness)}

@@ -21,7 +21,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Spec;
 
 /**
- * The {@code tidemark} command: one launcher for the whole system (SPEC.md, "Commands").
+ * The {@code tidemark} command: one launcher for the whole system (README, "Day to day").
  *
  * <p>Exit codes: 0 success, 1 failure, 2 bad input (one line on stderr naming the command and what
  * was wrong). Settings come from the defaults, the config file, {@code TIDEMARK_*} environment
@@ -259,7 +259,7 @@ public final class Tidemark implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
-        // SPEC.md: all times are UTC; this also makes java.sql.Timestamp print in UTC.
+        // All times are UTC; this also makes java.sql.Timestamp print in UTC.
         TimeZone.setDefault(TimeZone.getTimeZone("UTC"));
         // Keep Spark's catalog directory out of the user's working directory.
         if (System.getProperty("spark.sql.warehouse.dir") == null) {

@@ -12,7 +12,7 @@ import io.delta.exceptions.DeltaConcurrentModificationException;
  * <p>Delta retries a commit by itself only when there is no logical conflict; a real one (another
  * writer added to or removed from the partition we replace, another reconcile of the same day)
  * reaches the caller as a {@link DeltaConcurrentModificationException} and is never re-run for us
- * (DESIGN.md). Replacing a day is idempotent, so the whole overwrite is rebuilt and re-run, with
+ * (observed with forced overlaps on Delta 4.4). Replacing a day is idempotent, so the whole overwrite is rebuilt and re-run, with
  * jittered exponential backoff so two racing reconciles do not collide again in lock step, at most
  * {@link #DEFAULT_MAX_ATTEMPTS} times; then the day fails loudly.
  */

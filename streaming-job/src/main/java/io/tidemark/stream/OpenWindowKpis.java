@@ -49,8 +49,6 @@ import io.tidemark.late.WatermarkLedger;
  */
 final class OpenWindowKpis {
     private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS").withZone(ZoneOffset.UTC);
-    private static final String[] COLUMNS = {"event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
-        "subscriber_sketch", "updated_at"};
 
     private final Lakehouse lakehouse;
     private final long windowUs;
@@ -107,8 +105,7 @@ final class OpenWindowKpis {
         }
         TreeMap<Key, Kpi> touched = new TreeMap<>(open);
         for (Row r : partials) {
-            Key k = new Key(micros(r.getTimestamp(r.fieldIndex("window_start"))), r.getString(r.fieldIndex("cell_site_id")));
-            touched.merge(k, kpi(r), Kpi::plus);
+            touched.merge(key(r), kpi(r), Kpi::plus);
         }
         if (touched.isEmpty()) {
             return 0;
@@ -142,6 +139,12 @@ final class OpenWindowKpis {
         return partials.size();
     }
 
+    /** The (window, cell) of a row of kpi_5m or of the partial KPIs. */
+    private static Key key(Row r) {
+        return new Key(micros(r.getTimestamp(r.fieldIndex("window_start"))), r.getString(r.fieldIndex("cell_site_id")));
+    }
+
+    /** The aggregate of a row of kpi_5m or of the partial KPIs. */
     private static Kpi kpi(Row r) {
         return new Kpi(r.getDate(r.fieldIndex("event_date")).toLocalDate(), r.getLong(r.fieldIndex("record_count")),
                 r.getDecimal(r.fieldIndex("total_gb")), (byte[]) r.get(r.fieldIndex("subscriber_sketch")),
@@ -150,10 +153,10 @@ final class OpenWindowKpis {
 
     private TreeMap<Key, Kpi> load(SparkSession spark) {
         TreeMap<Key, Kpi> m = new TreeMap<>();
-        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.KPI_5M))
-                .filter(col("is_final").equalTo(false)).select(COLUMNS[0], java.util.Arrays.copyOfRange(COLUMNS, 1, COLUMNS.length))
+        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).filter(col("is_final").equalTo(false))
+                .select("event_date", "window_start", "cell_site_id", "record_count", "total_gb", "subscriber_sketch", "updated_at")
                 .collectAsList()) {
-            m.put(new Key(micros(r.getTimestamp(1)), r.getString(3)), kpi(r));
+            m.put(key(r), kpi(r));
         }
         return m;
     }

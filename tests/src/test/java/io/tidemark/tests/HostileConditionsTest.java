@@ -154,7 +154,7 @@ class HostileConditionsTest {
         // Traffic: the generator's mix, paced, over a synthetic event clock spanning several days, so
         // days close while the run goes on; plus hand-made edge cases with a known fate.
         // Late records must be late against the compressed clock: Spark judges lateness by the watermark
-        // of the batch before (DESIGN.md), which trails the newest event by up to two batches, and a
+        // of the batch before (WatermarkLedger), which trails the newest event by up to two batches, and a
         // catching-up batch of max-offsets records spans hours of this clock. The generator's default
         // delay (20 to 60 min) then lands inside the watermark, and the closed days got no late
         // record at all (the first full run: 0 of 63,635 planned late records on them, so the

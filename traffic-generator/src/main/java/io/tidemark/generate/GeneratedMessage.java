@@ -75,7 +75,7 @@ public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTi
     }
 
     /**
-     * What a message is. Valid kinds satisfy every rule of SPEC.md ("Valid, late, on time"); each
+     * What a message is. Valid kinds satisfy every validity rule of the README; each
      * invalid kind breaks exactly the rule its name says (the rest of the message looks normal).
      */
     public enum Kind {

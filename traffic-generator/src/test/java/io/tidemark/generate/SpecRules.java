@@ -16,7 +16,7 @@ import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 
 /**
- * An independent reading of SPEC.md's validity rules, written with Jackson, to check the generator
+ * An independent reading of the README's validity rules, written with Jackson, to check the generator
  * against. Returns a reason for an invalid message, null for a valid one.
  */
 final class SpecRules {
