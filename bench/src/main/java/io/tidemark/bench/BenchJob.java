@@ -37,9 +37,9 @@ import io.tidemark.stream.StreamingJob;
  * One benchmarked job in its own JVM:
  * <ul>
  * <li>{@code tidemark}: the speed layer;
- * <li>{@code plain}: the job of the seed article (from_json, withWatermark 10 min, 5-minute window
+ * <li>{@code plain}: the plain Spark job a user would write first (from_json, withWatermark 10 min, 5-minute window
  * per cell with sum and approx_count_distinct, append mode into a Delta table);
- * <li>{@code diy}: the do-it-yourself Lambda a user would build from the seed job: one session
+ * <li>{@code diy}: the do-it-yourself Lambda a user would build from the plain job: one session
  * running two streaming queries on the topic at the same time, a {@code bronze} append of every
  * record (parsed fields, message text, Kafka coordinates) to a Delta table partitioned by event
  * date, and the plain job itself (query {@code kpi}), each with its own checkpoint.
@@ -207,7 +207,7 @@ public final class BenchJob {
         }
     }
 
-    /** The topic as the seed article reads it: from the earliest offset, at most maxOffsetsPerTrigger records per batch. */
+    /** The topic as the plain job reads it: from the earliest offset, at most maxOffsetsPerTrigger records per batch. */
     static Dataset<Row> kafka(SparkSession spark, TidemarkConfig config) {
         return spark.readStream().format("kafka")
                 .option("kafka.bootstrap.servers", config.bootstrapServers())
@@ -217,7 +217,7 @@ public final class BenchJob {
                 .load();
     }
 
-    /** The seed article's job, as a user would write it. Checkpoint {@code work/checkpoint}, table {@code work/kpi}. */
+    /** The plain job, as a user would write it. Checkpoint {@code work/checkpoint}, table {@code work/kpi}. */
     static StreamingQuery plainJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
         Dataset<Row> events = kafka(spark, config)
                 .select(from_json(col("value").cast("string"), EVENT_SCHEMA).as("e"))

@@ -30,16 +30,16 @@ public enum InvalidReason {
     NON_FINITE_VOLUME,
     /**
      * volume_gb above {@link EventDecoder#MAX_VOLUME_GB} (a zettabyte): no real record carries that
-     * much, and exact sums in DECIMAL(38,9) could not hold it (found by the hostile-conditions suite:
-     * 1e308 crashed every replay of its batch).
+     * much, and exact sums in DECIMAL(38,9) could not hold it: a value like 1e308 would fail the
+     * batch's aggregation on every replay.
      */
     VOLUME_TOO_LARGE,
     /** event_ts further ahead of the record's Kafka timestamp than the allowed clock skew. */
     FUTURE_EVENT_TIME,
     /**
      * event_ts further behind the record's Kafka timestamp than {@code max-event-age} (default 365
-     * days): an epoch-zero or year-1 clock, not a late record. Found by the hostile-conditions suite:
-     * a year-0 event made a raw_events partition the Python deltalake reader cannot open at all.
+     * days): an epoch-zero or year-1 clock, not a late record. Such dates would also make raw_events
+     * partitions that readers outside Spark (Python's deltalake) cannot open.
      */
     PAST_EVENT_TIME
 }
