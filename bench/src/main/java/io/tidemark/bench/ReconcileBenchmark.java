@@ -39,7 +39,6 @@ import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.sql.types.StructField;
@@ -309,9 +308,15 @@ public final class ReconcileBenchmark {
     static void writeProgress(SparkSession spark, Lakehouse l) {
         Instant wm = TARGET.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().plusSeconds(600);
         Timestamp now = Timestamp.from(Instant.now());
-        Row r = RowFactory.create(1_000_000L, "bench", Timestamp.from(wm.minusSeconds(60)), Timestamp.from(wm),
-                Timestamp.from(wm.plusSeconds(600)), Timestamp.from(wm.plusSeconds(600)), 0L, 0L, 0L, 0L, 0L, now, now, 0L, 0L, 0L, 0L);
-        Dataset<Row> df = spark.createDataFrame(List.of(r), spark.read().format("delta").load(l.path(Table.STREAM_PROGRESS)).schema());
+        java.util.Map<String, Object> v = new java.util.HashMap<>(java.util.Map.of("batch_id", 1_000_000L, "query_id", "bench",
+                "watermark", Timestamp.from(wm.minusSeconds(60)), "next_watermark", Timestamp.from(wm),
+                "max_event_ts", Timestamp.from(wm.plusSeconds(600)), "max_event_ts_seen", Timestamp.from(wm.plusSeconds(600)),
+                "records_in", 0L, "on_time", 0L, "late", 0L, "invalid", 0L));
+        v.putAll(java.util.Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
+                "write_ms", 0L, "freshness_ms", 0L, io.tidemark.lakehouse.ClosedDays.COLUMN,
+                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.Watermark.of(wm)).lastClosed().orElseThrow())));
+        Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);
+        Dataset<Row> df = spark.createDataFrame(List.of(r), r.schema());
         df.write().format("delta").mode("append").save(l.path(Table.STREAM_PROGRESS));
     }
 
