@@ -28,7 +28,7 @@ from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
 try:
-    from tidemark_airflow import drift, lakehouse, settings
+    from tidemark_airflow import CHECK_TASK, DAG_ID, DRIFT_XCOM_KEY, drift, lakehouse, settings
     from tidemark_airflow.reconcile_plan import DEFAULT_DRIFT_THRESHOLD, ReconcileRequestError, days_between, plan_reconcile
     from tidemark_airflow.reconcile_submit import ReconcileSubmitOperator
 except ModuleNotFoundError as e:  # say what to do instead of a bare import error in the Airflow UI
@@ -37,11 +37,9 @@ except ModuleNotFoundError as e:  # say what to do instead of a bare import erro
     raise ImportError("package tidemark_airflow not found: put <repo>/python on the PYTHONPATH of every Airflow "
                       "process (dag-processor, scheduler, workers); see docs/operations.md") from e
 
-DAG_ID = "tidemark_reconcile"
 DEFAULT_SCHEDULE = "30 1 * * *"
 PLAN_TASK = "validate_params"
 RECONCILE_TASKS = ("reconcile_selection", "reconcile_dirty")
-DRIFT_XCOM_KEY = "drift_summary"
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
 
 
@@ -104,7 +102,7 @@ def tidemark_reconcile():
     reconcile_dirty = ReconcileSubmitOperator(task_id=RECONCILE_TASKS[1], selection="dirty", plan_task=PLAN_TASK,
                                               conn_id=settings.SPARK_CONN_ID, max_active_tis_per_dag=1)
 
-    @task(task_id="check_drift", trigger_rule="none_failed_min_one_success", retries=1,
+    @task(task_id=CHECK_TASK, trigger_rule="none_failed_min_one_success", retries=1,
           execution_timeout=dt.timedelta(minutes=15))
     def check_drift(**context) -> None:
         """Fails when a reconciled day drifted more than drift_threshold; the summary is XCom drift_summary."""
