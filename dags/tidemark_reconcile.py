@@ -15,7 +15,8 @@ and fails the run when the stream drifted from the truth by more than `drift_thr
    pushed as XCom `drift_summary`; fails naming the days over the threshold and their worst cells.
 
 Reconciles never overlap: `max_active_runs=1`, one Spark task at a time. Setup (the `tidemark_airflow`
-package on `PYTHONPATH`, connection, Variables), params and operations: `docs/operations.md`.
+package on `PYTHONPATH`, connection, Variables) and params: `docs/operations.md`, section
+"Scheduling reconcile with Airflow".
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ CREATE TABLE IF NOT EXISTS tidemark.stream_progress (
   duration_ms       BIGINT    NOT NULL,
   classify_ms       BIGINT    NOT NULL,
   write_ms          BIGINT    NOT NULL,
-  freshness_ms      BIGINT             COMMENT 'finished_at - max_event_ts_seen'
+  freshness_ms      BIGINT             COMMENT 'finished_at - max_event_ts_seen',
+  last_closed_day   DATE               COMMENT 'decided by the stream: every UTC day up to this one is closed (its end <= next_watermark); null while none is'
 ) USING delta
 LOCATION '${lakehouse}/stream_progress'
 ;

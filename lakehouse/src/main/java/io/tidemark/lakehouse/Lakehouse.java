@@ -7,7 +7,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * The Delta tables under one lakehouse root: their paths and SQL names, created and registered
@@ -74,6 +77,7 @@ public final class Lakehouse {
                     throw concurrentCreate;
                 }
             }
+            addMissingColumns(spark, table);
             // ...then point the SQL name at it (a session may have registered another lakehouse before).
             spark.sql("DROP TABLE IF EXISTS " + table.sqlName());
             spark.sql("CREATE TABLE " + table.sqlName() + " USING delta LOCATION '" + path(table) + "'");
@@ -81,6 +85,79 @@ public final class Lakehouse {
         for (String statement : statements("views.sql")) {
             spark.sql(statement);
         }
+    }
+
+    /**
+     * Brings a table written by an earlier version up to sql/tables.sql: a nullable column the
+     * definition has gained is added (rows written before hold null in it). Anything else that
+     * differs is left to Delta's own schema check on the next write.
+     */
+    private void addMissingColumns(SparkSession spark, Table table) {
+        java.util.Set<String> present = new java.util.HashSet<>(java.util.Arrays.asList(
+                spark.read().format("delta").load(path(table)).schema().fieldNames()));
+        List<String> missing = new ArrayList<>();
+        for (StructField f : schema(table).fields()) {
+            if (!present.contains(f.name()) && f.nullable()) {
+                String comment = f.getComment().isDefined() ? " COMMENT '" + f.getComment().get().replace("'", "\\'") + "'" : "";
+                missing.add(f.name() + " " + f.dataType().sql() + comment);
+            }
+        }
+        if (!missing.isEmpty()) {
+            try {
+                spark.sql("ALTER TABLE " + ref(table) + " ADD COLUMNS (" + String.join(", ", missing) + ")");
+            } catch (RuntimeException concurrentAdd) {
+                // Another process may have added them meanwhile; the check below decides.
+                java.util.Set<String> now = new java.util.HashSet<>(java.util.Arrays.asList(
+                        spark.read().format("delta").load(path(table)).schema().fieldNames()));
+                if (!now.containsAll(missing.stream().map(m -> m.substring(0, m.indexOf(' '))).toList())) {
+                    throw concurrentAdd;
+                }
+            }
+        }
+    }
+
+    /**
+     * The schema {@code sql/tables.sql} declares for a table: the one definition of its columns, their
+     * order, types and nullability. Writers build their rows with it ({@link #row}); no Java copy.
+     */
+    public static StructType schema(Table table) {
+        return SCHEMAS.computeIfAbsent(table, t -> {
+            for (String statement : new Lakehouse("").statements("tables.sql")) {
+                java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
+                if (m.find() && m.group(1).equalsIgnoreCase(t.tableName())) {
+                    int end = statement.indexOf("\n) USING");
+                    if (end < 0) {
+                        throw new IllegalStateException("sql/tables.sql: the columns of " + t.tableName() + " must end with a line ') USING'");
+                    }
+                    return StructType.fromDDL(statement.substring(m.end(), end).trim());
+                }
+            }
+            throw new IllegalStateException("sql/tables.sql declares no table " + t.tableName());
+        });
+    }
+
+    private static final java.util.Map<Table, StructType> SCHEMAS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * A row of {@code table} from its values by column name, in the order of {@link #schema}: a column
+     * without a value, or a value without a column, is a programming error and fails at once.
+     */
+    public static Row row(Table table, java.util.Map<String, ?> values) {
+        StructType schema = schema(table);
+        Object[] fields = new Object[schema.size()];
+        for (int i = 0; i < fields.length; i++) {
+            String name = schema.fields()[i].name();
+            if (!values.containsKey(name)) {
+                throw new IllegalArgumentException(table.tableName() + " row without column " + name);
+            }
+            fields[i] = values.get(name);
+        }
+        if (values.size() != fields.length) {
+            java.util.Set<String> extra = new java.util.TreeSet<>(values.keySet());
+            extra.removeAll(java.util.Arrays.asList(schema.fieldNames()));
+            throw new IllegalArgumentException(table.tableName() + " has no column " + extra);
+        }
+        return new org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema(fields, schema);
     }
 
     private static final java.util.regex.Pattern CREATE_TABLE =

@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -75,13 +74,13 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
      * Refuses to start when the checkpoint or the lakehouse was written with another definition.
      * Reads only: nothing is written, so a refused start leaves both exactly as they were.
      *
+     * @param pending the batch pending replay in the checkpoint, -1 for none (the stream's checkpoint reader tells)
      * @throws IncompatibleQueryException naming each changed setting (old -> new) and how to recover
      */
-    public static void verify(SparkSession spark, TidemarkConfig config) {
+    public static void verify(SparkSession spark, TidemarkConfig config, long pending) {
         QueryDefinition now = of(config);
         Lakehouse lakehouse = Lakehouse.of(config);
         List<Recorded> recorded = recorded(spark, config, lakehouse);
-        long pending = pendingBatch(spark, config.checkpointUri());
         Map<Key, String[]> changed = new LinkedHashMap<>();
         boolean checkpoint = false;
         List<String> tables = new ArrayList<>();
@@ -314,32 +313,6 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the query definition " + p + ": " + e.getMessage(), e);
-        }
-    }
-
-    /** The batch planned in the checkpoint's offset log but not committed (Spark replays it first), or -1. */
-    static long pendingBatch(SparkSession spark, String checkpointUri) {
-        long planned = latest(spark, checkpointPath(checkpointUri, "offsets"));
-        long committed = latest(spark, checkpointPath(checkpointUri, "commits"));
-        return planned > committed ? planned : -1;
-    }
-
-    private static long latest(SparkSession spark, org.apache.hadoop.fs.Path dir) {
-        try {
-            FileSystem fs = fs(spark, dir);
-            if (!fs.exists(dir)) {
-                return -1;
-            }
-            long max = -1;
-            for (FileStatus s : fs.listStatus(dir)) {
-                String n = s.getPath().getName();
-                if (n.matches("\\d+")) {
-                    max = Math.max(max, Long.parseLong(n));
-                }
-            }
-            return max;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot list " + dir + ": " + e.getMessage(), e);
         }
     }
 }

@@ -6,15 +6,15 @@ import static org.apache.spark.sql.functions.lit;
 
 import java.time.Duration;
 
-import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
 import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.Watermark;
 
 /**
  * Splits valid records into on-time and late with the rule of {@link WatermarkLedger}: a record is
- * late when its window ended at or before the watermark in force for its batch. Where Spark drops
+ * late when its window ended at or before the watermark in force for its batch ({@link Watermark#closes}). Where Spark drops
  * such a record silently, the router turns it into a {@code late_events} row.
  */
 public final class LateRecordRouter {
@@ -24,7 +24,7 @@ public final class LateRecordRouter {
     /** Adds the window columns and {@code is_late}. Input: valid records with {@code event_ts}. */
     public static Dataset<Row> markLate(Dataset<Row> valid, Duration window, long watermarkMs) {
         return KpiComputation.withWindow(valid, window)
-                .withColumn("is_late", col("window_end").leq(watermarkLiteral(watermarkMs)));
+                .withColumn("is_late", Watermark.ofMillis(watermarkMs).closes(col("window_end")));
     }
 
     /** The {@code late_events} rows of marked records of batch {@code batchId}. */
@@ -32,15 +32,11 @@ public final class LateRecordRouter {
         return marked.filter(col("is_late")).select(
                 col("subscriber_id"), col("cell_site_id"), col("event_ts"), col("volume_gb"),
                 col("window_start"), col("window_end"),
-                watermarkLiteral(watermarkMs).as("watermark"),
+                Watermark.ofMillis(watermarkMs).literal().as("watermark"),
                 lit(watermarkMs).minus(expr("unix_millis(window_end)")).as("late_by_ms"),
                 lit(batchId).as("batch_id"),
                 col("kafka_topic"), col("kafka_partition"), col("kafka_offset"),
                 col("ingest_ts").as("arrival_ts"),
                 col("event_date"));
-    }
-
-    public static Column watermarkLiteral(long watermarkMs) {
-        return expr("timestamp_millis(" + watermarkMs + "L)");
     }
 }

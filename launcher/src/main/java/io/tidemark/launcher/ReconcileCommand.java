@@ -39,13 +39,16 @@ final class ReconcileCommand extends TidemarkCommand {
     @Option(names = "--dry-run", description = "Compute and print the drift; write nothing.")
     boolean dryRun;
 
+    @Option(names = "--run-id", paramLabel = "ID", description = "The run's id in reconcile_report (letters, digits, _.:+@-); default: generated.")
+    String runId;
+
     @Override
     public Integer call() {
         TidemarkConfig config = config();
         DaySelection selection = selection(config);
         SparkSession spark = SparkSessions.create(config, "tidemark-reconcile");
         try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
-            ReconcileResult result = new ReconcileJob(spark, config, ps).run(selection, dryRun);
+            ReconcileResult result = new ReconcileJob(spark, config, ps).run(selection, dryRun, runId);
             ps.flush();
             say("%s: %d day%s%s", result.runId(), result.days().size(), result.days().size() == 1 ? "" : "s",
                     dryRun ? " computed, nothing written (dry run)" : " reconciled");
@@ -57,24 +60,13 @@ final class ReconcileCommand extends TidemarkCommand {
         return Tidemark.OK;
     }
 
-    /** The day selection from the flags: exactly one of a range, --recent or --dirty. */
+    /** The day selection from the flags (the rules are DaySelection's), and a checked run id. */
     DaySelection selection(TidemarkConfig config) {
-        int modes = (from != null || to != null ? 1 : 0) + (recent != null ? 1 : 0) + (dirty ? 1 : 0);
-        if (modes > 1) {
-            throw new UserError("choose one selection: --from/--to, --recent N or --dirty");
-        }
-        if ((from == null) != (to == null)) {
-            throw new UserError(from == null ? "--to " + to + " needs --from (for one day give the same date to both)"
-                    : "--from " + from + " needs --to (for one day give the same date to both)");
-        }
         return UserError.check(() -> {
-            if (from != null) {
-                return DaySelection.range(from, to);
+            if (runId != null) {
+                DaySelection.checkRunId(runId);
             }
-            if (dirty) {
-                return DaySelection.dirty();
-            }
-            return DaySelection.recent(recent != null ? recent : config.reconcileRecentDays());
+            return DaySelection.of(from, to, recent, dirty, config.reconcileRecentDays());
         });
     }
 

@@ -10,9 +10,11 @@ import java.util.StringJoiner;
 
 import org.apache.spark.sql.SparkSession;
 
+import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.stream.StreamCheckpoint;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -87,8 +89,8 @@ final class StatusCommand extends TidemarkCommand {
         } else {
             StringJoiner j = new StringJoiner(", ");
             for (LocalDate d : dirty.subList(Math.max(0, dirty.size() - 8), dirty.size())) {
-                LakehouseFigures.DayCounts c = f.days().get(d);
-                j.add(d + " (raw " + Formats.count(c.raw()) + " vs kpi " + Formats.count(c.kpi()) + ")");
+                DayBalance c = f.days().get(d);
+                j.add(d + " (raw " + Formats.count(c.rawRecords()) + " vs kpi " + Formats.count(c.kpiRecords()) + ")");
             }
             say("dirty days  %d: %s%s; reconcile them to fold the late records in", dirty.size(), dirty.size() > 8 ? "... " : "", j);
         }

@@ -18,6 +18,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import io.tidemark.generate.IngestMode;
+import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Watermark;
 import io.tidemark.generate.TrafficSpec;
 import picocli.CommandLine;
 
@@ -60,48 +64,38 @@ class LauncherPartsTest {
     }
 
     @Test
-    void checkpointReaderFindsTheLastCommittedBatchAndItsOffsets(@TempDir Path dir) throws Exception {
-        Path cp = dir.resolve("checkpoint");
-        assertThat(StreamCheckpoint.read(cp.toString())).isEmpty();
-        Files.createDirectories(cp.resolve("offsets"));
-        Files.createDirectories(cp.resolve("commits"));
-        assertThat(StreamCheckpoint.read(cp.toString())).get().extracting(StreamCheckpoint.Committed::batchId).isEqualTo(-1L);
-        for (int i = 0; i <= 2; i++) {
-            Files.writeString(cp.resolve("offsets/" + i), "v1\n{\"batchWatermarkMs\":0}\n{\"network-events\":{\"1\":" + (i * 10) + ",\"0\":" + (i * 7) + "}}");
-        }
-        Files.writeString(cp.resolve("commits/0"), "v1\n{}");
-        Files.writeString(cp.resolve("commits/1"), "v1\n{}");
-        Files.writeString(cp.resolve("commits/.1.crc"), "x");
-        StreamCheckpoint.Committed c = StreamCheckpoint.read(cp.toString()).orElseThrow();
-        assertThat(c.batchId()).isEqualTo(1);
-        assertThat(c.batchInFlight()).isTrue();
-        assertThat(c.topic("network-events")).containsExactly(Map.entry(0, 7L), Map.entry(1, 10L));
-        assertThat(c.total()).isEqualTo(17);
-        assertThat(StreamCheckpoint.read("file://" + cp).orElseThrow().batchId()).isEqualTo(1);
-        assertThatThrownBy(() -> StreamCheckpoint.parseOffsets(List.of("v9x", "{}"), "f")).hasMessageContaining("version line");
-        assertThatThrownBy(() -> StreamCheckpoint.parseOffsets(List.of("v1", "{}", "garbage"), "f")).hasMessageContaining("not a Kafka source offset");
-    }
-
-    @Test
-    void closedDaysEndAtOrBeforeTheNextWatermarkAndDirtyOnesDisagree() {
+    void closedDaysAreTheStreamsDecisionAndDirtyOnesDisagree() {
+        java.util.NavigableMap<LocalDate, DayBalance> days = new TreeMap<>(Map.of(
+                LocalDate.parse("2026-05-01"), new DayBalance(LocalDate.parse("2026-05-01"), 100, 3, 97, 10),
+                LocalDate.parse("2026-05-02"), new DayBalance(LocalDate.parse("2026-05-02"), 50, 0, 50, 5),
+                LocalDate.parse("2026-05-03"), new DayBalance(LocalDate.parse("2026-05-03"), 10, 1, 9, 2)));
         ProgressRow last = progress(Instant.parse("2026-05-03T00:00:00Z"));
-        Map<LocalDate, LakehouseFigures.DayCounts> days = new TreeMap<>(Map.of(
-                LocalDate.parse("2026-05-01"), new LakehouseFigures.DayCounts(100, 3, 97),
-                LocalDate.parse("2026-05-02"), new LakehouseFigures.DayCounts(50, 0, 50),
-                LocalDate.parse("2026-05-03"), new LakehouseFigures.DayCounts(10, 1, 9)));
-        LakehouseFigures f = new LakehouseFigures(List.of(last), 160, 4, 4, 2, 30, 20, days);
+        LakehouseFigures f = new LakehouseFigures(List.of(last), decided("2026-05-03T00:00:00Z"), 160, 4, 4, 2, 30, 20, days);
         assertThat(f.closedDays()).containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
         assertThat(f.dirtyDays()).containsExactly(LocalDate.parse("2026-05-01"));
-        LakehouseFigures earlier = new LakehouseFigures(List.of(progress(Instant.parse("2026-05-02T23:59:59.999Z"))), 0, 0, 0, 0, 0, 0, days);
+        assertThat(f.closingWatermark()).contains(Instant.parse("2026-05-03T00:00:00Z"));
+        LakehouseFigures earlier = new LakehouseFigures(List.of(last), decided("2026-05-02T23:59:59.999Z"), 0, 0, 0, 0, 0, 0, days);
         assertThat(earlier.closedDays()).containsExactly(LocalDate.parse("2026-05-01"));
-        LakehouseFigures none = new LakehouseFigures(List.of(), 0, 0, 0, 0, 0, 0, days);
+        LakehouseFigures none = new LakehouseFigures(List.of(), ClosedDays.none(), 0, 0, 0, 0, 0, 0, days);
         assertThat(none.closedDays()).isEmpty();
         assertThat(LakehouseFigures.list(List.of())).isEqualTo("none");
     }
 
+    private static ClosedDays decided(String nextWatermark) {
+        return ClosedDays.decidedBy(Watermark.of(Instant.parse(nextWatermark)));
+    }
+
     private static ProgressRow progress(Instant nextWatermark) {
         Timestamp t = Timestamp.from(nextWatermark);
-        return new ProgressRow(RowFactory.create(7L, "q", t, t, t, t, 10L, 9L, 1L, 0L, 3L, t, t, 1500L, 500L, 1000L, 2000L));
+        Map<String, Object> v = new java.util.HashMap<>();
+        for (String c : Lakehouse.schema(Lakehouse.Table.STREAM_PROGRESS).fieldNames()) {
+            v.put(c, null);
+        }
+        v.putAll(Map.of("batch_id", 7L, "query_id", "q", "watermark", t, "next_watermark", t, "max_event_ts", t, "max_event_ts_seen", t,
+                "records_in", 10L, "on_time", 9L, "late", 1L, "invalid", 0L));
+        v.putAll(Map.of("kpi_rows", 3L, "started_at", t, "finished_at", t, "duration_ms", 1500L, "classify_ms", 500L, "write_ms", 1000L,
+                "freshness_ms", 2000L));
+        return new ProgressRow(Lakehouse.row(Lakehouse.Table.STREAM_PROGRESS, v));
     }
 
     @Test

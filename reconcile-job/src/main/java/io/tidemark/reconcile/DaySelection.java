@@ -59,6 +59,41 @@ public final class DaySelection {
         return new DaySelection(Kind.DIRTY, null, null, 0);
     }
 
+    /**
+     * The selection of a command line: a range ({@code from} and {@code to}), {@code recent} days or
+     * the dirty days, at most one of them; none means the {@code defaultRecent} most recent closed days.
+     * The one place these rules live for {@code spark-submit} and {@code tidemark reconcile}.
+     */
+    public static DaySelection of(LocalDate from, LocalDate to, Integer recent, boolean dirty, int defaultRecent) {
+        int modes = (from != null || to != null ? 1 : 0) + (recent != null ? 1 : 0) + (dirty ? 1 : 0);
+        if (modes > 1) {
+            throw new ReconcileRefusedException("choose one selection: --from/--to, --recent N or --dirty");
+        }
+        if ((from == null) != (to == null)) {
+            throw new ReconcileRefusedException(from == null ? "--to " + to + " needs --from (for one day give the same date to both)"
+                    : "--from " + from + " needs --to (for one day give the same date to both)");
+        }
+        if (from != null) {
+            return range(from, to);
+        }
+        return dirty ? dirty() : recent(recent != null ? recent : defaultRecent);
+    }
+
+    private static final java.util.regex.Pattern RUN_ID = java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:+@-]{0,199}");
+
+    /**
+     * A run id given by the caller (a scheduler's own id, so it can find the run's rows in
+     * reconcile_report): 1-200 letters, digits and {@code _.:+@-}, starting with a letter or digit,
+     * so it is safe in file names, SQL literals and URLs.
+     */
+    public static String checkRunId(String runId) {
+        if (runId == null || !RUN_ID.matcher(runId).matches()) {
+            throw new ReconcileRefusedException("--run-id '" + runId + "' is not a run id: use 1-200 letters, digits and _.:+@-, "
+                    + "starting with a letter or digit");
+        }
+        return runId;
+    }
+
     /** Parses a UTC day as {@code yyyy-MM-dd}, refusing anything else with the option's name in the message. */
     public static LocalDate parseDay(String option, String text) {
         try {

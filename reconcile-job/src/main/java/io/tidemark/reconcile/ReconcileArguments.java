@@ -12,7 +12,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
  * refused with a {@link ReconcileRefusedException} (or the configuration's own
  * {@link IllegalArgumentException}) whose message is one line.
  */
-public record ReconcileArguments(TidemarkConfig config, DaySelection selection, boolean dryRun, boolean help) {
+public record ReconcileArguments(TidemarkConfig config, DaySelection selection, boolean dryRun, String runId, boolean help) {
 
     public static final String USAGE = """
             Usage: spark-submit --class io.tidemark.reconcile.ReconcileJob tidemark-spark-jobs.jar [selection] [--dry-run] [key=value ...]
@@ -21,6 +21,7 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
               --recent N                          the N most recent closed days (default: reconcile.recent-days)
               --dirty                             closed days whose raw record count differs from their KPIs
               --dry-run                           compute and print the drift, write nothing
+              --run-id ID                         the run's id in reconcile_report (letters, digits, _.:+@-; default: generated)
               key=value                           a setting, e.g. lakehouse=/data/lakehouse; settings:
             """;
 
@@ -32,6 +33,7 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
         Integer recent = null;
         boolean dirty = false;
         boolean dryRun = false;
+        String runId = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             String name = a;
@@ -42,7 +44,7 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
             }
             switch (name) {
                 case "--help", "-h" -> {
-                    return new ReconcileArguments(settings.build(), null, false, true);
+                    return new ReconcileArguments(settings.build(), null, false, null, true);
                 }
                 case "--dry-run" -> dryRun = true;
                 case "--dirty" -> dirty = true;
@@ -53,6 +55,10 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
                 case "--to" -> {
                     if (value == null) value = next(args, ++i, name);
                     to = DaySelection.parseDay(name, value);
+                }
+                case "--run-id" -> {
+                    if (value == null) value = next(args, ++i, name);
+                    runId = DaySelection.checkRunId(value);
                 }
                 case "--recent" -> {
                     if (value == null) value = next(args, ++i, name);
@@ -66,32 +72,15 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
                     int eq = a.indexOf('=');
                     if (a.startsWith("-") || eq <= 0) {
                         throw new ReconcileRefusedException("argument '" + a + "' is neither an option (--from, --to, --recent, --dirty, "
-                                + "--dry-run, --help) nor a key=value setting");
+                                + "--dry-run, --run-id, --help) nor a key=value setting");
                     }
                     settings.set(a.substring(0, eq), a.substring(eq + 1));
                 }
             }
         }
-        int modes = (from != null || to != null ? 1 : 0) + (recent != null ? 1 : 0) + (dirty ? 1 : 0);
-        if (modes > 1) {
-            throw new ReconcileRefusedException("choose one selection: --from/--to, --recent N or --dirty");
-        }
-        if ((from == null) != (to == null)) {
-            throw new ReconcileRefusedException(from == null ? "--to " + to + " needs --from (for one day give the same date to both)"
-                    : "--from " + from + " needs --to (for one day give the same date to both)");
-        }
         TidemarkConfig config = settings.build();
-        DaySelection selection;
-        if (from != null) {
-            selection = DaySelection.range(from, to);
-        } else if (recent != null) {
-            selection = DaySelection.recent(recent);
-        } else if (dirty) {
-            selection = DaySelection.dirty();
-        } else {
-            selection = DaySelection.recent(config.reconcileRecentDays());
-        }
-        return new ReconcileArguments(config, selection, dryRun, false);
+        DaySelection selection = DaySelection.of(from, to, recent, dirty, config.reconcileRecentDays());
+        return new ReconcileArguments(config, selection, dryRun, runId, false);
     }
 
     private static String next(String[] args, int i, String option) {

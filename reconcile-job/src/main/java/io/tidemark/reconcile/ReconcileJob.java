@@ -31,6 +31,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
 
 import io.delta.tables.DeltaTable;
+import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
@@ -102,19 +104,32 @@ public final class ReconcileJob {
      * @throws ReconcileFailedException  a day could not be replaced; earlier days of the run are done
      */
     public ReconcileResult run(DaySelection selection, boolean dryRun) {
+        return run(selection, dryRun, null);
+    }
+
+    /**
+     * {@link #run(DaySelection, boolean)} under a given run id (written to reconcile_report.run_id),
+     * so a scheduler can find its run's rows; null for a generated one.
+     */
+    public ReconcileResult run(DaySelection selection, boolean dryRun, String runId) {
         if (!dryRun) {
             StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
         }
         ensureTables();
         Instant started = Instant.now();
-        String runId = "reconcile-" + RUN_ID_TIME.format(started) + "-" + UUID.randomUUID().toString().substring(0, 8);
+        if (runId == null) {
+            runId = "reconcile-" + RUN_ID_TIME.format(started) + "-" + UUID.randomUUID().toString().substring(0, 8);
+        }
         ClosedDays closed = ClosedDays.load(spark, lakehouse);
         List<LocalDate> days;
         NavigableMap<LocalDate, DayBalance> balances;
         switch (selection.kind()) {
             case RANGE -> {
                 for (LocalDate d = selection.from(); !d.isAfter(selection.to()); d = d.plusDays(1)) {
-                    closed.requireClosed(d);
+                    java.util.Optional<String> open = closed.whyOpen(d);
+                    if (open.isPresent()) {
+                        throw new ReconcileRefusedException(open.get() + ". Reconcile closed days only.");
+                    }
                 }
                 days = selection.from().datesUntil(selection.to().plusDays(1)).toList();
                 balances = DayBalance.load(spark, lakehouse, selection.from(), selection.to());
@@ -146,7 +161,7 @@ public final class ReconcileJob {
             out.println(progressLine(o, i + 1, days.size()));
             out.flush();
         }
-        ReconcileResult result = new ReconcileResult(runId, started, closed.watermark(), selection, dryRun, outcomes);
+        ReconcileResult result = new ReconcileResult(runId, started, closed.watermark().instant(), selection, dryRun, outcomes);
         out.println();
         out.print(result.summaryTable());
         out.flush();
@@ -311,7 +326,7 @@ public final class ReconcileJob {
         int status = 0;
         String message = null;
         try {
-            new ReconcileJob(spark, a.config()).run(a.selection(), a.dryRun());
+            new ReconcileJob(spark, a.config()).run(a.selection(), a.dryRun(), a.runId());
         } catch (ReconcileRefusedException e) {
             status = 2;
             message = CommitRetry.oneLine(e);

@@ -11,6 +11,8 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 
 import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
  * The batch layer's answer for a day, and how far the current KPI rows are from it. Pure
@@ -18,26 +20,24 @@ import io.tidemark.lakehouse.KpiComputation;
  */
 public final class TruthKpis {
 
-    /** The columns of {@code kpi_5m} the KPI defines, in table order (the table may hold others, such as the stream's bookkeeping). */
-    static final String[] KPI_COLUMNS = {"window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscribers",
-            "subscriber_sketch", "is_final", "source", "updated_at", "event_date"};
-
     private TruthKpis() {
     }
 
-    /** {@link #KPI_COLUMNS} as columns, for a select in table order. */
-    static Column[] kpiColumns() {
-        return kpiColumnsAnd();
-    }
-
+    /**
+     * The columns of {@code kpi_5m} (sql/tables.sql) the fold gives, in table order, then {@code more}:
+     * the table's own bookkeeping columns (such as the stream's {@code stream_batch_id}) are not the KPI's.
+     */
     private static Column[] kpiColumnsAnd(String... more) {
-        return java.util.stream.Stream.concat(java.util.Arrays.stream(KPI_COLUMNS), java.util.Arrays.stream(more))
+        java.util.Set<String> folded = new java.util.HashSet<>(java.util.Arrays.asList(SortedKpiFold.OUTPUT.fieldNames()));
+        return java.util.stream.Stream.concat(
+                        java.util.Arrays.stream(Lakehouse.schema(Table.KPI_5M).fieldNames()).filter(folded::contains),
+                        java.util.Arrays.stream(more))
                 .map(c -> col(c)).toArray(Column[]::new);
     }
 
     /**
      * The exact KPI rows of complete raw data (late records included), with the columns of
-     * {@code kpi_5m} the KPI defines ({@link #KPI_COLUMNS}) and {@code late_records}: final,
+     * {@code kpi_5m} the KPI defines (in table order) and {@code late_records}: final,
      * {@code source = 'batch'}, {@code updated_at} the ingest time of the newest record counted.
      *
      * <p>The same KPI as {@link KpiComputation#exactKpis} (record count, exact volume, exact distinct

@@ -27,24 +27,21 @@ class DaySelectionTest {
     }
 
     @Test
-    void aDayIsClosedOnceTheWatermarkReachesTheNextMidnight() {
-        ClosedDays atMidnight = ClosedDays.at(Instant.parse("2026-11-29T00:00:00Z"));
-        assertThat(atMidnight.isClosed(D28)).isTrue();
-        assertThat(atMidnight.isClosed(LocalDate.parse("2026-11-29"))).isFalse();
-        assertThat(atMidnight.lastClosed()).contains(D28);
-        assertThat(atMidnight.mostRecent(3)).containsExactly(LocalDate.parse("2026-11-26"), D27, D28);
-
-        ClosedDays justBefore = ClosedDays.at(Instant.parse("2026-11-28T23:59:59.999Z"));
-        assertThat(justBefore.isClosed(D28)).isFalse();
-        assertThat(justBefore.lastClosed()).contains(D27);
-        assertThatThrownBy(() -> justBefore.requireClosed(D28)).isInstanceOf(ReconcileRefusedException.class)
-                .hasMessage("day 2026-11-28 is not closed: the stream's watermark is 2026-11-28T23:59:59.999Z and the day closes only "
-                        + "when it reaches 2026-11-29T00:00:00Z; the last closed day is 2026-11-27. Reconcile closed days only.");
-
-        ClosedDays none = ClosedDays.at(null);
-        assertThat(none.isClosed(LocalDate.parse("1990-01-01"))).isFalse();
-        assertThat(none.mostRecent(3)).isEmpty();
-        assertThatThrownBy(() -> none.requireClosed(D27)).hasMessageContaining("stream_progress is empty");
+    void theCommandLineOfTheJobAndOfTheLauncherShareOneSelectionRule() {
+        assertThat(DaySelection.of(D27, D28, null, false, 3)).isEqualTo(DaySelection.range(D27, D28));
+        assertThat(DaySelection.of(null, null, null, false, 3)).isEqualTo(DaySelection.recent(3));
+        assertThat(DaySelection.of(null, null, 5, false, 3)).isEqualTo(DaySelection.recent(5));
+        assertThat(DaySelection.of(null, null, null, true, 3)).isEqualTo(DaySelection.dirty());
+        assertThatThrownBy(() -> DaySelection.of(D27, D28, 2, false, 3)).isInstanceOf(ReconcileRefusedException.class)
+                .hasMessage("choose one selection: --from/--to, --recent N or --dirty");
+        assertThatThrownBy(() -> DaySelection.of(null, D28, null, false, 3))
+                .hasMessage("--to 2026-11-28 needs --from (for one day give the same date to both)");
+        assertThat(DaySelection.checkRunId("manual__2026-12-01T05:48:34.123+00:00.reconcile_selection.1"))
+                .isEqualTo("manual__2026-12-01T05:48:34.123+00:00.reconcile_selection.1");
+        assertThatThrownBy(() -> DaySelection.checkRunId("x'; DROP TABLE y")).isInstanceOf(ReconcileRefusedException.class)
+                .hasMessageContaining("is not a run id");
+        assertThatThrownBy(() -> DaySelection.checkRunId("")).hasMessageContaining("is not a run id");
+        assertThatThrownBy(() -> DaySelection.checkRunId("a".repeat(201))).hasMessageContaining("is not a run id");
     }
 
     @Test
@@ -60,6 +57,10 @@ class DaySelectionTest {
         assertThat(ReconcileArguments.parse(new String[] {"--recent", "2"}, env).selection()).isEqualTo(DaySelection.recent(2));
         assertThat(ReconcileArguments.parse(new String[] {"--dirty"}, env).selection()).isEqualTo(DaySelection.dirty());
         assertThat(ReconcileArguments.parse(new String[] {"--help"}, env).help()).isTrue();
+        assertThat(ReconcileArguments.parse(new String[] {"--dirty", "--run-id", "dag.run.1"}, env).runId()).isEqualTo("dag.run.1");
+        assertThat(ReconcileArguments.parse(new String[] {"--run-id=r1"}, env).runId()).isEqualTo("r1");
+        assertThat(ReconcileArguments.parse(new String[] {}, env).runId()).isNull();
+        assertThatThrownBy(() -> ReconcileArguments.parse(new String[] {"--run-id", "a b"}, env)).hasMessageContaining("is not a run id");
 
         assertThatThrownBy(() -> ReconcileArguments.parse(new String[] {"--recent", "0"}, env)).hasMessageContaining("at least 1");
         assertThatThrownBy(() -> ReconcileArguments.parse(new String[] {"--recent", "x"}, env))

@@ -5,37 +5,25 @@ import static org.apache.spark.sql.functions.count;
 import static org.apache.spark.sql.functions.max;
 import static org.apache.spark.sql.functions.min;
 
-import java.io.BufferedReader;
-import java.io.FileNotFoundException;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.TreeSet;
 
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema;
-import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructType;
 
-import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
  * Gaps in the Kafka offsets a micro-batch read, for {@code stream.fail-on-data-loss=false}: Spark
  * then skips lost offsets with a log warning only; this records each gap in {@code stream_gaps}.
  *
- * <p>What Spark meant to read is exact: the checkpoint's offset log holds the end offsets of every
+ * <p>What Spark meant to read is exact ({@link StreamCheckpoint}): the checkpoint's offset log holds the end offsets of every
  * batch ({@code offsets/<id>}), written before the batch runs, so batch N's range per partition is
  * {@code [offsets/N-1, offsets/N)} (batch 0 starts at the initial offsets in {@code sources/0/0}).
  * What it did read comes from the batch itself: min offset and count per partition of the cached,
@@ -56,8 +44,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * at a marker would show here as a one-record gap.
  */
 final class KafkaGaps {
-    private static final ObjectMapper JSON = new ObjectMapper();
-
     static final String OUT_OF_RANGE = "offsets_out_of_range";
     static final String TOPIC_RECREATED = "topic_recreated";
     static final String PARTITION_DELETED = "partition_deleted";
@@ -112,73 +98,20 @@ final class KafkaGaps {
         return out;
     }
 
-    /** Batch {@code batchId}'s start offsets of {@code topic}: the previous batch's end, or the initial offsets. */
-    static Map<Integer, Long> startOffsets(Configuration hadoop, String checkpoint, String topic, long batchId) {
-        if (batchId == 0) {
-            return offsets(hadoop, new Path(checkpoint, "sources/0/0"), topic);
-        }
-        return offsets(hadoop, new Path(checkpoint, "offsets/" + (batchId - 1)), topic);
-    }
-
-    static Map<Integer, Long> endOffsets(Configuration hadoop, String checkpoint, String topic, long batchId) {
-        return offsets(hadoop, new Path(checkpoint, "offsets/" + batchId), topic);
-    }
-
-    /**
-     * Reads one of Spark's offset files: a version line, for the offset log a metadata line, then the
-     * Kafka source's JSON {@code {"topic":{"0":offset}}} as the last line. Null when the file is not
-     * there (Spark purged it): the batch is then not checked.
-     */
-    static Map<Integer, Long> offsets(Configuration hadoop, Path file, String topic) {
-        List<String> lines = new ArrayList<>();
-        try {
-            FileSystem fs = file.getFileSystem(hadoop);
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(fs.open(file), StandardCharsets.UTF_8))) {
-                r.lines().forEach(lines::add);
-            }
-        } catch (FileNotFoundException e) {
-            return null;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read the stream checkpoint's offsets " + file, e);
-        }
-        String last = null;
-        for (String l : lines) {
-            String t = l.replace("\u0000", "").trim();
-            if (t.startsWith("{")) {
-                last = t;
-            }
-        }
-        if (last == null) {
-            throw new IllegalStateException(file + " holds no Kafka offsets JSON line; cannot check the batch for lost offsets");
-        }
-        try {
-            Map<String, Map<String, Long>> raw = JSON.readValue(last, new TypeReference<Map<String, Map<String, Long>>>() { });
-            Map<Integer, Long> out = new TreeMap<>();
-            raw.getOrDefault(topic, Map.of()).forEach((p, o) -> out.put(Integer.parseInt(p), o));
-            return out;
-        } catch (IOException e) {
-            throw new IllegalStateException(file + ": the last line is not a Kafka source offsets JSON: " + last, e);
-        }
-    }
-
-    static StructType schema() {
-        return new StructType()
-                .add("batch_id", DataTypes.LongType, false)
-                .add("topic", DataTypes.StringType, false)
-                .add("partition", DataTypes.IntegerType, false)
-                .add("expected_offset", DataTypes.LongType, false)
-                .add("resumed_offset", DataTypes.LongType, true)
-                .add("lost_records", DataTypes.LongType, true)
-                .add("kind", DataTypes.StringType, false)
-                .add("detected_at", DataTypes.TimestampType, false);
-    }
-
     static List<Row> rows(long batchId, List<Gap> gaps) {
         Timestamp now = new Timestamp(System.currentTimeMillis());
         List<Row> rows = new ArrayList<>();
         for (Gap g : gaps) {
-            rows.add(new GenericRowWithSchema(new Object[] {batchId, g.topic(), g.partition(), g.expectedOffset(), g.resumedOffset(),
-                    g.lostRecords(), g.kind(), now}, schema()));
+            Map<String, Object> v = new HashMap<>();
+            v.put("batch_id", batchId);
+            v.put("topic", g.topic());
+            v.put("partition", g.partition());
+            v.put("expected_offset", g.expectedOffset());
+            v.put("resumed_offset", g.resumedOffset());
+            v.put("lost_records", g.lostRecords());
+            v.put("kind", g.kind());
+            v.put("detected_at", now);
+            rows.add(Lakehouse.row(Table.STREAM_GAPS, v));
         }
         return rows;
     }

@@ -5,7 +5,9 @@ import static org.apache.spark.sql.functions.expr;
 
 import java.sql.Timestamp;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -15,15 +17,15 @@ import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.Watermark;
 import io.tidemark.late.LateRecordRouter;
 import io.tidemark.late.WatermarkLedger;
 
@@ -119,7 +121,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             List<KafkaGaps.Gap> gaps = config.failOnDataLoss() ? List.of() : gaps(spark, classified, batchId);
             if (!gaps.isEmpty()) {
                 commits.add(submit(spark, () -> {
-                    append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), KafkaGaps.schema()), Table.STREAM_GAPS, batchId);
+                    append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), Lakehouse.schema(Table.STREAM_GAPS)), Table.STREAM_GAPS, batchId);
                     return 0L;
                 }));
             }
@@ -169,7 +171,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             long writtenMs = System.currentTimeMillis();
             CrashPoint.BEFORE_PROGRESS.reached(batchId);
             Row progress = progressRow(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
-            append(spark.createDataFrame(List.of(progress), progressSchema()), Table.STREAM_PROGRESS, batchId);
+            append(spark.createDataFrame(List.of(progress), progress.schema()), Table.STREAM_PROGRESS, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
             trace(batchId, "batch-total", startedNanos);
             if (listener != null) {
@@ -191,8 +193,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         long t0 = System.nanoTime();
         org.apache.hadoop.conf.Configuration hadoop = spark.sparkContext().hadoopConfiguration();
         String checkpoint = config.checkpointUri();
-        java.util.Map<Integer, Long> start = KafkaGaps.startOffsets(hadoop, checkpoint, config.topic(), batchId);
-        java.util.Map<Integer, Long> end = KafkaGaps.endOffsets(hadoop, checkpoint, config.topic(), batchId);
+        java.util.Map<Integer, Long> start = StreamCheckpoint.startOffsets(checkpoint, hadoop, config.topic(), batchId);
+        java.util.Map<Integer, Long> end = StreamCheckpoint.endOffsets(checkpoint, hadoop, config.topic(), batchId);
         if (start == null || end == null) {
             LOG.warn("batch {}: the checkpoint no longer holds its start and end offsets; not checked for lost Kafka offsets", batchId);
             return List.of();
@@ -308,36 +310,33 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         }
     }
 
-    static StructType progressSchema() {
-        return new StructType()
-                .add("batch_id", DataTypes.LongType, false)
-                .add("query_id", DataTypes.StringType, false)
-                .add("watermark", DataTypes.TimestampType, false)
-                .add("next_watermark", DataTypes.TimestampType, false)
-                .add("max_event_ts", DataTypes.TimestampType, true)
-                .add("max_event_ts_seen", DataTypes.TimestampType, true)
-                .add("records_in", DataTypes.LongType, false)
-                .add("on_time", DataTypes.LongType, false)
-                .add("late", DataTypes.LongType, false)
-                .add("invalid", DataTypes.LongType, false)
-                .add("kpi_rows", DataTypes.LongType, false)
-                .add("started_at", DataTypes.TimestampType, false)
-                .add("finished_at", DataTypes.TimestampType, false)
-                .add("duration_ms", DataTypes.LongType, false)
-                .add("classify_ms", DataTypes.LongType, false)
-                .add("write_ms", DataTypes.LongType, false)
-                .add("freshness_ms", DataTypes.LongType, true);
-    }
-
+    /**
+     * The batch's stream_progress row, with the stream's decision on closed days
+     * ({@link ClosedDays#COLUMN}) made from the watermark in force for the next batch.
+     */
     private static Row progressRow(String queryId, WatermarkLedger.Entry e, long in, long onTime, long late, long invalid, long kpiRows,
                                    long startedMs, long classifiedMs, long writtenMs) {
         long finished = System.currentTimeMillis();
-        return new org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema(new Object[] {e.batchId(), queryId, new Timestamp(e.watermarkMs()), new Timestamp(e.nextWatermarkMs()),
-                e.maxEventMs() == null ? null : new Timestamp(e.maxEventMs()),
-                e.maxEventSeenMs() == null ? null : new Timestamp(e.maxEventSeenMs()),
-                in, onTime, late, invalid, kpiRows,
-                new Timestamp(startedMs), new Timestamp(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
-                e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs()}, progressSchema());
+        Map<String, Object> v = new HashMap<>();
+        v.put("batch_id", e.batchId());
+        v.put("query_id", queryId);
+        v.put("watermark", new Timestamp(e.watermarkMs()));
+        v.put("next_watermark", new Timestamp(e.nextWatermarkMs()));
+        v.put("max_event_ts", e.maxEventMs() == null ? null : new Timestamp(e.maxEventMs()));
+        v.put("max_event_ts_seen", e.maxEventSeenMs() == null ? null : new Timestamp(e.maxEventSeenMs()));
+        v.put("records_in", in);
+        v.put("on_time", onTime);
+        v.put("late", late);
+        v.put("invalid", invalid);
+        v.put("kpi_rows", kpiRows);
+        v.put("started_at", new Timestamp(startedMs));
+        v.put("finished_at", new Timestamp(finished));
+        v.put("duration_ms", finished - startedMs);
+        v.put("classify_ms", classifiedMs - startedMs);
+        v.put("write_ms", writtenMs - classifiedMs);
+        v.put("freshness_ms", e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs());
+        v.put(ClosedDays.COLUMN, ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs())).lastClosed().map(java.sql.Date::valueOf).orElse(null));
+        return Lakehouse.row(Table.STREAM_PROGRESS, v);
     }
 
     /** Stops the writer threads; the query has stopped calling. */

@@ -20,13 +20,13 @@ import org.apache.datasketches.hll.Union;
 import org.apache.datasketches.memory.Memory;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.Watermark;
 import io.tidemark.late.WatermarkLedger;
 
 /**
@@ -54,8 +54,6 @@ final class OpenWindowKpis {
     private final long windowUs;
     /** The open rows, by window start (epoch micros) and cell, as they are in the table; null until loaded. */
     private TreeMap<Key, Kpi> open;
-    /** kpi_5m's schema, as sql/tables.sql made it. */
-    private StructType schema;
 
     /** A (window, cell) row of kpi_5m. */
     record Key(long windowStartUs, String cell) implements Comparable<Key> {
@@ -110,10 +108,7 @@ final class OpenWindowKpis {
         if (touched.isEmpty()) {
             return 0;
         }
-        long nextUs = entry.nextWatermarkMs() * 1000;
-        if (schema == null) {
-            schema = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).schema();
-        }
+        Watermark next = Watermark.ofMillis(entry.nextWatermarkMs());
         List<Row> finalRows = new ArrayList<>();
         List<Row> openRows = new ArrayList<>();
         TreeMap<Key, Kpi> stillOpen = new TreeMap<>();
@@ -121,15 +116,28 @@ final class OpenWindowKpis {
             Key k = e.getKey();
             Kpi v = e.getValue();
             long endUs = k.windowStartUs() + windowUs;
-            boolean isFinal = endUs <= nextUs;
-            Row row = RowFactory.create(instant(k.windowStartUs()), instant(endUs), k.cell(), v.count(), v.totalGb(), v.subscribers(),
-                    v.sketch(), isFinal, "stream", v.updatedAt(), entry.batchId(), v.day());
+            boolean isFinal = next.closes(Math.floorDiv(endUs, 1000L));
+            Map<String, Object> values = new java.util.HashMap<>();
+            values.put("window_start", instant(k.windowStartUs()));
+            values.put("window_end", instant(endUs));
+            values.put("cell_site_id", k.cell());
+            values.put("record_count", v.count());
+            values.put("total_gb", v.totalGb());
+            values.put("subscribers", v.subscribers());
+            values.put("subscriber_sketch", v.sketch());
+            values.put("is_final", isFinal);
+            values.put("source", "stream");
+            values.put("updated_at", v.updatedAt());
+            values.put("stream_batch_id", entry.batchId());
+            values.put("event_date", v.day());
+            Row row = Lakehouse.row(Table.KPI_5M, values);
             (isFinal ? finalRows : openRows).add(row);
             if (!isFinal) {
                 stillOpen.put(k, v);
             }
         }
         // One task per is_final value, so final rows and open rows never share a file.
+        StructType schema = Lakehouse.schema(Table.KPI_5M);
         Dataset<Row> rows = spark.createDataFrame(finalRows, schema).coalesce(1)
                 .union(spark.createDataFrame(openRows, schema).coalesce(1));
         rows.write().format("delta").mode("overwrite")

@@ -92,7 +92,7 @@ public final class StreamingJob {
      * Writes nothing but the two directories and a deleted probe file.
      */
     public void checkBeforeStart() {
-        QueryDefinition.verify(spark, config);
+        QueryDefinition.verify(spark, config, StreamCheckpoint.pendingBatch(config.checkpointUri(), spark.sparkContext().hadoopConfiguration()));
         StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name);
     }

@@ -2,15 +2,11 @@ package io.tidemark.stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
 
-import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
-/** The gap rules per partition, and the reading of Spark's offset files, without Spark or Kafka. */
+/** The gap rules per partition, without Spark or Kafka. */
 class KafkaGapsTest {
 
     private static KafkaGaps.Gap gap(int p, long expected, Long resumed, Long lost, String kind) {
@@ -45,18 +41,5 @@ class KafkaGapsTest {
         assertThat(KafkaGaps.find("t", Map.of(0, 4L, 1, 6L), Map.of(0, 4L, 2, 9L), Map.of(2, new long[] {7, 2})))
                 .containsExactly(gap(1, 6, null, null, KafkaGaps.PARTITION_DELETED), gap(2, 0, 7L, 7L, KafkaGaps.PARTITION_ADDED_LATE));
         assertThat(KafkaGaps.find("t", Map.of(0, 4L), Map.of(0, 4L, 1, 3L), Map.of(1, new long[] {0, 3}))).isEmpty();
-    }
-
-    @Test
-    void readsTheLastLineOfSparksOffsetFiles(@TempDir Path dir) throws Exception {
-        Files.createDirectories(dir.resolve("offsets"));
-        Files.createDirectories(dir.resolve("sources/0"));
-        Files.writeString(dir.resolve("offsets/0"), "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1,\"conf\":{}}\n{\"t\":{\"1\":12,\"0\":10},\"other\":{\"0\":1}}");
-        Files.writeString(dir.resolve("sources/0/0"), "\u0000v1\n{\"t\":{\"0\":2,\"1\":0}}");
-        Configuration hadoop = new Configuration();
-        assertThat(KafkaGaps.endOffsets(hadoop, dir.toString(), "t", 0)).isEqualTo(Map.of(0, 10L, 1, 12L));
-        assertThat(KafkaGaps.startOffsets(hadoop, dir.toString(), "t", 0)).containsEntry(0, 2L).containsEntry(1, 0L).hasSize(2);
-        assertThat(KafkaGaps.startOffsets(hadoop, dir.toString(), "t", 1)).containsEntry(0, 10L).containsEntry(1, 12L);
-        assertThat(KafkaGaps.endOffsets(hadoop, dir.toString(), "t", 1)).isNull();
     }
 }

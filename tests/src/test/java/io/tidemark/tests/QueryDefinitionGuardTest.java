@@ -21,7 +21,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
-import io.tidemark.lakehouse.ConservationCheck;
+import io.tidemark.launcher.ConservationCheck;
 import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;

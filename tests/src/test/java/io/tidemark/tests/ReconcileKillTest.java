@@ -27,7 +27,7 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import io.tidemark.lakehouse.ConservationCheck;
+import io.tidemark.launcher.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;

@@ -1,4 +1,4 @@
-package io.tidemark.launcher;
+package io.tidemark.stream;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -21,25 +21,29 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
- * What the streaming query's checkpoint says it has consumed: the Kafka offsets of the last
- * committed micro-batch. A batch is committed once {@code commits/<id>} exists; its end offsets are
- * the last line of {@code offsets/<id>}, Spark's Kafka source JSON {@code {"topic":{"0":offset,...}}}.
- * The format is Spark's internal one, so the header is checked and anything unexpected is reported
- * rather than guessed.
+ * The one reader of the streaming query's Spark checkpoint. Spark writes {@code offsets/<id>} (the
+ * end offsets of batch {@code id}, before the batch runs) and {@code commits/<id>} (once it is
+ * done); the initial offsets are in {@code sources/0/0}. An offset file is a version line, for the
+ * offset log a metadata line, then Spark's Kafka source JSON {@code {"topic":{"0":offset,...}}} as
+ * the last line. The format is Spark's internal one, so the header is checked and anything
+ * unexpected is reported rather than guessed.
+ *
+ * <p>Used by {@code tidemark status} (what has been consumed), by the query-definition guard (is a
+ * batch pending replay) and by the Kafka gap check (what a batch was planned to read).
  */
-final class StreamCheckpoint {
+public final class StreamCheckpoint {
 
     /**
      * @param batchId last committed batch, -1 when the checkpoint exists but no batch committed yet
      * @param offsets per topic, per partition: the offset of the next record to read
      * @param batchInFlight a later batch is planned (its offsets written) but not committed yet
      */
-    record Committed(long batchId, Map<String, Map<Integer, Long>> offsets, boolean batchInFlight) {
-        long total() {
+    public record Committed(long batchId, Map<String, Map<Integer, Long>> offsets, boolean batchInFlight) {
+        public long total() {
             return offsets.values().stream().flatMap(m -> m.values().stream()).mapToLong(Long::longValue).sum();
         }
 
-        Map<Integer, Long> topic(String name) {
+        public Map<Integer, Long> topic(String name) {
             return offsets.getOrDefault(name, Map.of());
         }
     }
@@ -51,8 +55,8 @@ final class StreamCheckpoint {
     }
 
     /** Empty when there is no checkpoint directory: no stream has run with it. */
-    static Optional<Committed> read(String checkpointUri) {
-        Store store = Store.of(checkpointUri);
+    public static Optional<Committed> read(String checkpointUri) {
+        Store store = Store.of(checkpointUri, null);
         if (!store.isDirectory("")) {
             return Optional.empty();
         }
@@ -65,6 +69,35 @@ final class StreamCheckpoint {
         return Optional.of(new Committed(committed, parseOffsets(lines, checkpointUri + "/offsets/" + committed), planned > committed));
     }
 
+    /** The batch planned in the offset log but not committed (Spark replays it first), or -1. */
+    public static long pendingBatch(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop) {
+        Store store = Store.of(checkpointUri, hadoop);
+        long planned = latest(store.list("offsets"));
+        long committed = latest(store.list("commits"));
+        return planned > committed ? planned : -1;
+    }
+
+    /**
+     * Batch {@code batchId}'s start offsets of {@code topic} (the previous batch's end, or the initial
+     * offsets for batch 0) and its end offsets; null when Spark has purged a file (the batch cannot be
+     * checked then).
+     */
+    static Map<Integer, Long> startOffsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String topic, long batchId) {
+        return offsets(checkpointUri, hadoop, batchId == 0 ? "sources/0/0" : "offsets/" + (batchId - 1), topic);
+    }
+
+    static Map<Integer, Long> endOffsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String topic, long batchId) {
+        return offsets(checkpointUri, hadoop, "offsets/" + batchId, topic);
+    }
+
+    private static Map<Integer, Long> offsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String relative, String topic) {
+        Store store = Store.of(checkpointUri, hadoop);
+        if (!store.exists(relative)) {
+            return null;
+        }
+        return parseOffsets(store.lines(relative), checkpointUri + "/" + relative).getOrDefault(topic, Map.of());
+    }
+
     static long latest(List<String> names) {
         long max = -1;
         for (String n : names) {
@@ -75,13 +108,15 @@ final class StreamCheckpoint {
         return max;
     }
 
-    /** Parses an offset-log file: "v1", the batch metadata, then one line per source. */
+    /** Parses an offset file: "v1", for the offset log the batch metadata, then the source's offsets. */
     static Map<String, Map<Integer, Long>> parseOffsets(List<String> lines, String where) {
+        // The source's initial-offsets file is written with a leading NUL-padded length by some versions.
+        lines = lines.stream().map(l -> l.replace("\u0000", "").trim()).filter(l -> !l.isEmpty()).toList();
         if (lines.isEmpty() || !lines.get(0).matches("v\\d+")) {
             throw new IllegalStateException(where + " does not start with Spark's offset-log version line (v1); "
-                    + "this launcher cannot read this checkpoint format");
+                    + "Tidemark cannot read this checkpoint format");
         }
-        String last = lines.get(lines.size() - 1).trim();
+        String last = lines.get(lines.size() - 1);
         if (!last.startsWith("{")) {
             throw new IllegalStateException(where + ": the last line is not a Kafka source offset JSON: " + last);
         }
@@ -103,22 +138,29 @@ final class StreamCheckpoint {
     private interface Store {
         boolean isDirectory(String relative);
 
+        boolean exists(String relative);
+
         List<String> list(String relative);
 
         List<String> lines(String relative);
 
-        static Store of(String uri) {
+        /** @param hadoop the session's Hadoop settings (credentials of remote stores); null for the defaults */
+        static Store of(String uri, org.apache.hadoop.conf.Configuration hadoop) {
             if (!uri.contains("://") || uri.startsWith("file:")) {
                 Path root = uri.startsWith("file:") ? Path.of(URI.create(uri)) : Path.of(uri);
                 return new LocalStore(root);
             }
-            return new HadoopStore(uri);
+            return new HadoopStore(uri, hadoop == null ? new org.apache.hadoop.conf.Configuration() : hadoop);
         }
     }
 
     private record LocalStore(Path root) implements Store {
         public boolean isDirectory(String relative) {
             return Files.isDirectory(root.resolve(relative));
+        }
+
+        public boolean exists(String relative) {
+            return Files.exists(root.resolve(relative));
         }
 
         public List<String> list(String relative) {
@@ -142,13 +184,13 @@ final class StreamCheckpoint {
         }
     }
 
-    private record HadoopStore(String root) implements Store {
+    private record HadoopStore(String root, org.apache.hadoop.conf.Configuration hadoop) implements Store {
         private org.apache.hadoop.fs.Path path(String relative) {
             return relative.isEmpty() ? new org.apache.hadoop.fs.Path(root) : new org.apache.hadoop.fs.Path(root, relative);
         }
 
         private org.apache.hadoop.fs.FileSystem fs() throws IOException {
-            return path("").getFileSystem(new org.apache.hadoop.conf.Configuration());
+            return path("").getFileSystem(hadoop);
         }
 
         public boolean isDirectory(String relative) {
@@ -156,6 +198,14 @@ final class StreamCheckpoint {
                 return fs().getFileStatus(path(relative)).isDirectory();
             } catch (java.io.FileNotFoundException e) {
                 return false;
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + path(relative), e);
+            }
+        }
+
+        public boolean exists(String relative) {
+            try {
+                return fs().exists(path(relative));
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read " + path(relative), e);
             }

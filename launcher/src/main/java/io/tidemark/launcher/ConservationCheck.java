@@ -1,4 +1,4 @@
-package io.tidemark.lakehouse;
+package io.tidemark.launcher;
 
 import java.math.BigDecimal;
 import java.time.Duration;
@@ -9,6 +9,8 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
+import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**

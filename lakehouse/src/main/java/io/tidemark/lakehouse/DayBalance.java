@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.lakehouse;
 
 import static org.apache.spark.sql.functions.coalesce;
 import static org.apache.spark.sql.functions.col;
@@ -19,7 +19,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
@@ -72,7 +71,7 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         return Collections.unmodifiableNavigableMap(out);
     }
 
-    /** The closed days among {@code balances} that are dirty, oldest first. */
+    /** The closed days among {@code balances} that are dirty, oldest first: the one rule for "dirty day". */
     public static List<LocalDate> dirtyDays(NavigableMap<LocalDate, DayBalance> balances, ClosedDays closed) {
         return balances.values().stream()
                 .filter(b -> closed.isClosed(b.day()) && b.isDirty())

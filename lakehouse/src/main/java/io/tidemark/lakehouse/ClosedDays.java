@@ -1,0 +1,109 @@
+package io.tidemark.lakehouse;
+
+import static org.apache.spark.sql.functions.col;
+
+import java.time.LocalDate;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+import io.tidemark.lakehouse.Lakehouse.Table;
+
+/**
+ * Which UTC days are closed, as the stream decided it: every day up to and including
+ * {@link #lastClosed()}. The stream makes the decision with {@link Watermark#lastClosedDay()} from
+ * the watermark in force for its next batch and records it in each {@code stream_progress} row
+ * ({@code last_closed_day}); everyone else (reconcile, {@code tidemark status}, the demo, the
+ * Airflow DAG) reads it from the row with the highest batch id. The stream never writes KPI rows of
+ * a closed day, which is what lets reconcile overwrite it while the stream runs.
+ */
+public final class ClosedDays {
+
+    /** The column of stream_progress that holds the decision. */
+    public static final String COLUMN = "last_closed_day";
+
+    private final Watermark watermark;
+    private final LocalDate lastClosed;
+
+    private ClosedDays(Watermark watermark, LocalDate lastClosed) {
+        this.watermark = watermark;
+        this.lastClosed = lastClosed;
+    }
+
+    /** The decision for the watermark in force for the next batch (what the stream records). */
+    public static ClosedDays decidedBy(Watermark next) {
+        return new ClosedDays(next, next.lastClosedDay().orElse(null));
+    }
+
+    /** Nothing closed: the stream has recorded no batch. */
+    public static ClosedDays none() {
+        return decidedBy(Watermark.NONE);
+    }
+
+    /**
+     * Reads the decision from {@code stream_progress}: the row with the highest batch id (the newest
+     * finished_at on a tie). A row written before the stream recorded its decision is decided here
+     * from its {@code next_watermark}, by the same rule.
+     */
+    public static ClosedDays load(SparkSession spark, Lakehouse lakehouse) {
+        Dataset<Row> progress = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS));
+        boolean recorded = Arrays.asList(progress.columns()).contains(COLUMN);
+        List<Row> rows = progress.orderBy(col("batch_id").desc(), col("finished_at").desc())
+                .select(col("next_watermark"), recorded ? col(COLUMN) : org.apache.spark.sql.functions.lit(null).cast("date"))
+                .limit(1)
+                .collectAsList();
+        if (rows.isEmpty()) {
+            return none();
+        }
+        Row r = rows.get(0);
+        Watermark next = Watermark.of(r.getTimestamp(0).toInstant());
+        return r.isNullAt(1) ? decidedBy(next) : new ClosedDays(next, r.getDate(1).toLocalDate());
+    }
+
+    /** The watermark the decision was made with ({@link Watermark#NONE} when the stream has recorded none). */
+    public Watermark watermark() {
+        return watermark;
+    }
+
+    /** The most recent closed day, if any. */
+    public Optional<LocalDate> lastClosed() {
+        return Optional.ofNullable(lastClosed);
+    }
+
+    public boolean isClosed(LocalDate day) {
+        return lastClosed != null && !day.isAfter(lastClosed);
+    }
+
+    /** The {@code n} most recent closed days, oldest first; empty when nothing is closed. */
+    public List<LocalDate> mostRecent(int n) {
+        return lastClosed == null ? List.of() : Watermark.daysUpTo(lastClosed, n);
+    }
+
+    /** The closed days among {@code days}, sorted. */
+    public List<LocalDate> among(Collection<LocalDate> days) {
+        return days.stream().filter(this::isClosed).sorted().toList();
+    }
+
+    /** Why {@code day} is not closed, in one sentence; empty when it is closed. */
+    public Optional<String> whyOpen(LocalDate day) {
+        if (isClosed(day)) {
+            return Optional.empty();
+        }
+        if (!watermark.isRecorded()) {
+            return Optional.of("day " + day + " is not closed: the stream has not recorded a watermark yet, so no day is closed");
+        }
+        return Optional.of("day " + day + " is not closed: the stream's watermark is " + watermark + " and the day closes only when it reaches "
+                + Watermark.endOf(day) + (lastClosed == null ? "; no day is closed yet" : "; the last closed day is " + lastClosed));
+    }
+
+    @Override
+    public String toString() {
+        return !watermark.isRecorded() ? "no watermark (nothing closed)"
+                : "watermark " + watermark + (lastClosed == null ? ", no day closed" : ", last closed day " + lastClosed);
+    }
+}
