@@ -124,8 +124,8 @@ def test_output_redacts_secrets(capsys):
 
 def test_drift_lines_name_the_days_and_cells():
     summary = {
-        "threshold": 0.05, "run_ids": ["reconcile-20261129T155055Z-35558688"], "no_data_days": ["2026-11-25"],
-        "missing_report": [],
+        "threshold": 0.05, "run_ids": ["manual__2026-11-29T15:50:55+00:00.reconcile_selection.1"],
+        "no_summary_days": ["2026-11-25"],
         "days": [
             {"day": "2026-11-26", "drift": 0.01, "gb_drift_rel": 0.01, "stream_count": 990, "batch_count": 1000,
              "late_records": 10, "windows_changed": 7, "over_threshold": False},
@@ -140,7 +140,7 @@ def test_drift_lines_name_the_days_and_cells():
     assert re.search(r"2026-11-26 +\+1\.000% +\+1\.000% +990 -> 1,000 +10 +7 +ok", text), text
     assert re.search(r"2026-11-27 +\+27\.230% .* +OVER THRESHOLD", text), text
     assert "worst cell cell-0006: +2.619500 GB (22% of the day's drift), 53 windows changed, 61 late records" in text
-    assert "2026-11-25  no data in raw_events" in text
+    assert "2026-11-25  no data or not reconciled (no summary row in reconcile_report)" in text
 
 
 def test_wrapper_script_help():

@@ -25,12 +25,10 @@ import pytest
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
 
+from tidemark_airflow import lakehouse as lh  # noqa: E402
 from tidemark_airflow import testing  # noqa: E402
 
 testing.isolate_airflow_in_process()
-sys.path.insert(0, str(testing.DAGS))
-
-import tidemark_reconcile as dagmod  # noqa: E402
 
 THRESHOLD_OK = 0.2  # the test data drifts ~2 % per closed day (5 % of phase 2 late, see build_lakehouse)
 
@@ -45,14 +43,15 @@ class World:
         self.lakehouse = lakehouse
         self.jar = testing.private_jar(root / "jar")  # immune to rebuilds of the tree while the tests run
         self._copies = 0
-        progress = dagmod.read_stream_progress(str(lakehouse))
+        progress = lh.read_stream_progress(str(lakehouse))
         assert progress is not None, "the speed layer recorded no batch"
+        assert progress.recorded, "stream_progress has no last_closed_day column"
         self.progress = progress
         counts = testing.query(lakehouse, "SELECT CAST(event_date AS VARCHAR) AS day, count(*) AS n, "
                                           "sum(CASE WHEN is_late THEN 1 ELSE 0 END) AS late "
                                           "FROM r GROUP BY event_date ORDER BY day", r="raw_events")
         self.raw = {row["day"]: row for row in counts}
-        self.closed = [d for d in self.raw if dagmod.is_closed(dt.date.fromisoformat(d), progress)]
+        self.closed = [d for d in self.raw if progress.is_closed(dt.date.fromisoformat(d))]  # the stream's decision
         self.open = [d for d in self.raw if d not in self.closed]
         self.today = max(self.raw)  # the day of the newest events: open by any rule
 
@@ -71,9 +70,9 @@ def world(tmp_path_factory) -> World:
     build = testing.build_lakehouse(root / "speed-layer")
     print(f"\nspeed layer: lakehouse built in {build.seconds:.0f} s\n{build.output}")
     w = World(root, build.lakehouse)
-    print(f"watermark {w.progress.watermark} (batch {w.progress.batch_id}); closed {w.closed}; open {w.open}; "
-          f"raw {w.raw}")
-    assert w.closed, f"no closed day with data: {w.raw}, watermark {w.progress}"
+    print(f"last closed day {w.progress.last_closed_day} (batch {w.progress.batch_id}); closed {w.closed}; "
+          f"open {w.open}; raw {w.raw}")
+    assert w.closed, f"no closed day with data: {w.raw}, {w.progress}"
     assert w.today in w.open
     assert w.today >= (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)).date().isoformat()
     assert w.raw[w.best_closed_day()]["late"] > 0, f"the closed days should hold late records: {w.raw}"
@@ -133,14 +132,16 @@ def test_dag_test_reconciles_the_closed_days(world, tmp_path):
     plan = result.xcom["validate_params.return_value"]
     assert plan["jar"] == str(world.jar) and plan["lakehouse"] == str(lakehouse)
     assert plan["selection_args"] == ["--recent", "3"] and plan["dirty_args"] == ["--dirty"]
-    assert plan["watermark"] == world.progress.watermark.isoformat()
+    assert plan["last_closed_day"] == world.progress.last_closed_day.isoformat()
     recent = result.xcom["reconcile_selection.return_value"]
-    assert len(recent["run_ids"]) == 1 and recent["args"][:2] == ["--recent", "3"]
-    assert recent["args"][-1] == f"lakehouse={lakehouse}"
-    reconciled = {d["day"] for d in recent["days"] if d["status"] == "reconciled"}
-    # The job picks the recent days by its own boundary (next_watermark, one batch ahead of the
-    # DAG's stricter watermark rule): it may also take the day after the last one closed here.
-    assert set(world.closed) <= reconciled and world.today not in reconciled
+    assert recent["run_id"] == f"{result.run_id}.reconcile_selection.1"
+    assert recent["args"] == ["--recent", "3", "--run-id", recent["run_id"], f"lakehouse={lakehouse}"]
+    # reconcile_report: a summary row per reconciled day of this run, under the run id the DAG gave;
+    # the job picks the recent days by the same recorded decision the DAG reads (stream_progress.last_closed_day),
+    # and the backlog's closed days are all among the 3 most recent ones.
+    rows = [r for r in summary_rows(lakehouse) if r["run_id"] == recent["run_id"]]
+    reconciled = {r["day"] for r in rows}
+    assert reconciled == set(world.closed) and world.today not in reconciled
 
     # kpi_5m: every reconciled day is wholly source=batch with the raw log's exact count; today is the stream's.
     sources = kpi_sources(lakehouse)
@@ -153,21 +154,21 @@ def test_dag_test_reconciles_the_closed_days(world, tmp_path):
     for day in reconciled:
         assert counts[day] == world.raw[day]["n"], day
 
-    # reconcile_report: a summary row per reconciled day of this run, late records folded in
-    rows = [r for r in summary_rows(lakehouse) if r["run_id"] == recent["run_ids"][0]]
-    assert {r["day"] for r in rows} == reconciled
+    # late records folded in
     for r in rows:
         assert r["batch_count"] == world.raw[r["day"]]["n"]
         assert r["late_records"] == r["batch_count"] - r["stream_count"] == world.raw[r["day"]]["late"]
 
     summary = result.xcom["check_drift.drift_summary"]
     assert summary["ok"] and summary["over_threshold"] == [] and summary["threshold"] == THRESHOLD_OK
-    assert {d["day"] for d in summary["days"]} == reconciled
+    assert summary["run_ids"] == [recent["run_id"]] and summary["no_summary_days"] == []
+    assert sorted(d["day"] for d in summary["days"]) == sorted(reconciled)
     for d in summary["days"]:
         assert d["drift"] <= THRESHOLD_OK and (d["drift"] > 0) == (world.raw[d["day"]]["late"] > 0), d
     # the dirty pass ran after the recent one and found nothing left (all late records are folded in now)
     dirty = result.xcom["reconcile_dirty.return_value"]
-    assert dirty["args"][0] == "--dirty" and [d for d in dirty["days"] if d["status"] == "reconciled"] == []
+    assert dirty["args"][0] == "--dirty" and dirty["run_id"] == f"{result.run_id}.reconcile_dirty.1"
+    assert [r for r in summary_rows(lakehouse) if r["run_id"] == dirty["run_id"]] == []
     # reconcile_report has no deletion vectors (so DeltaTable.to_pandas/to_pyarrow would also work on it)
     from deltalake import DeltaTable
 

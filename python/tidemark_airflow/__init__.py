@@ -1,4 +1,8 @@
-"""Trigger and follow Tidemark's reconcile DAG from a terminal (apache-airflow-client).
+"""Tidemark's Airflow side: the reconcile DAG's logic and a terminal client for it.
+
+The DAG (dags/tidemark_reconcile.py) imports reconcile_plan, lakehouse, drift, reconcile_submit and
+settings; <repo>/python must be on the PYTHONPATH of the Airflow processes (docs/operations.md).
+The client (apache-airflow-client) triggers and follows runs:
 
     python -m tidemark_airflow trigger --from 2026-11-27 --to 2026-11-28 --wait
     python -m tidemark_airflow follow RUN_ID

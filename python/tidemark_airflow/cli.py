@@ -171,10 +171,8 @@ def drift_lines(summary: dict[str, Any]) -> list[str]:
             share = "" if c.get("share_of_drift") is None else f" ({c['share_of_drift'] * 100:.0f}% of the day's drift)"
             lines.append(f"      worst cell {c['cell_site_id']}: {c['gb_drift']:+.6f} GB{share}, {c['windows']} windows "
                          f"changed, {_num(c.get('late_records'))} late records")
-    for day in summary.get("no_data_days") or []:
-        lines.append(f"  {day:<10}  no data in raw_events: nothing to reconcile")
-    for m in summary.get("missing_report") or []:
-        lines.append(f"  {m['day']:<10}  reconciled by {m['run_id']}, but reconcile_report has no summary row")
+    for day in summary.get("no_summary_days") or []:
+        lines.append(f"  {day:<10}  no data or not reconciled (no summary row in reconcile_report)")
     lines.extend(f"  note: {n}" for n in summary.get("notes") or [])
     return lines
 

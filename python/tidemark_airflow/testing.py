@@ -29,6 +29,7 @@ VENV_BIN = Path(sys.executable).parent
 LAUNCHER = REPO / "tidemark"
 JOBS_JAR = REPO / "spark-submit-jar" / "target" / "tidemark-spark-jobs.jar"
 DAGS = REPO / "dags"
+PYTHON_DIR = REPO / "python"  # the tidemark_airflow package, which the DAG imports
 DAG_ID = "tidemark_reconcile"
 
 
@@ -53,6 +54,8 @@ def airflow_base_env(home: Path, *, dags_folder: Path = DAGS) -> dict[str, str]:
             del env[key]
     env.update(
         PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        # Every Airflow process that parses the DAG imports tidemark_airflow from here (docs/operations.md).
+        PYTHONPATH=os.pathsep.join([str(PYTHON_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
         AIRFLOW_HOME=str(home),
         AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
@@ -375,6 +378,7 @@ print("DAG_TEST_RESULT " + json.dumps(result, default=str), flush=True)
 @dataclass
 class DagTestResult:
     state: str
+    run_id: str
     tasks: dict[str, str]
     xcom: dict[str, object]
     output: str
@@ -391,7 +395,7 @@ def dag_test(env: Mapping[str, str], conf: Mapping[str, object], *, dag_id: str 
     if line is None:
         raise RuntimeError(f"dag.test produced no result (exit {r.returncode}):\n{output[-6000:]}")
     data = json.loads(line[len("DAG_TEST_RESULT "):])
-    return DagTestResult(data["state"], data["tasks"], data["xcom"], output, time.monotonic() - t0)
+    return DagTestResult(data["state"], data["run_id"], data["tasks"], data["xcom"], output, time.monotonic() - t0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,132 @@
+"""spark-submit of ReconcileJob from Airflow, through the Spark provider's public API only.
+
+The JVM options Spark 4.2 needs on Java 17 (--add-opens ...) are read from the jar being submitted
+(resource tidemark/jvm.options, written by the Maven build): the build is their one source.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+
+from tidemark_airflow.run_ids import attempt_run_id
+
+JOB_CLASS = "io.tidemark.reconcile.ReconcileJob"
+JVM_OPTIONS_RESOURCE = "tidemark/jvm.options"
+REFUSED = 2  # ReconcileJob's exit status for a request it will not run (bad arguments, an open day)
+# How SparkSubmitHook.submit reports a non-zero exit (its message also ends with spark-submit's last lines).
+_EXIT_STATUS = re.compile(r"Error code is: (\d+)")
+
+
+def jvm_options(jar: str | Path) -> str | None:
+    """The JVM options of the jobs jar (resource tidemark/jvm.options, whitespace-separated), as one string;
+    None for a jar given as a URI (then tidemark_spark_conf must set spark.*.extraJavaOptions)."""
+    if "://" in str(jar):
+        return None
+    try:
+        with zipfile.ZipFile(jar) as z:
+            text = z.read(JVM_OPTIONS_RESOURCE).decode()
+    except (OSError, KeyError, zipfile.BadZipFile) as e:
+        raise AirflowFailException(
+            f"cannot read {JVM_OPTIONS_RESOURCE} from the jobs jar {jar} ({e}): rebuild it "
+            "(mvn -B -q package -DskipTests -pl spark-submit-jar -am)") from None
+    return " ".join(text.split())
+
+
+def spark_conf(java_options: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, str]:
+    conf = {} if java_options is None else {
+        "spark.driver.extraJavaOptions": java_options, "spark.executor.extraJavaOptions": java_options}
+    conf.update({
+        "spark.ui.showConsoleProgress": "false",
+        # Spark's INFO chatter would be thousands of lines in the task log; the job's own lines are stdout.
+        "spark.log.level": "WARN",
+    })
+    conf.update({str(k): str(v) for k, v in (extra or {}).items()})
+    return conf
+
+
+def spark_env() -> dict[str, str]:
+    """Environment for spark-submit: loopback, and SPARK_HOME / PATH when Spark comes from pip's pyspark."""
+    env = {"SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    if not os.environ.get("SPARK_HOME"):
+        import importlib.util
+
+        spec = importlib.util.find_spec("pyspark")  # locates, does not import
+        if spec and spec.origin:
+            env["SPARK_HOME"] = str(Path(spec.origin).parent)
+    if shutil.which("spark-submit") is None and (Path(sys.executable).parent / "spark-submit").exists():
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return env
+
+
+def exit_status(error: BaseException) -> int | None:
+    """spark-submit's exit status from the hook's exception message, None if it names none."""
+    m = _EXIT_STATUS.search(str(error))
+    return int(m.group(1)) if m else None
+
+
+def job_message(error: BaseException) -> str | None:
+    """The job's last 'tidemark reconcile: ...' line, if spark-submit's output tail in the message holds one."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip().startswith("tidemark reconcile:")]
+    return lines[-1] if lines else None
+
+
+class ReconcileSubmitOperator(SparkSubmitOperator):
+    """spark-submit of ReconcileJob for one selection of the plan that ``plan_task`` returned.
+
+    Each attempt passes ``--run-id <dag run>.<task>.<try>`` (reconcile_report.run_id); exit status 2
+    (the job refused the request) fails without retries.
+    """
+
+    def __init__(self, *, selection: str, plan_task: str, spark_conf_variable: str = "tidemark_spark_conf",
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("name", f"tidemark-reconcile-{selection}")
+        super().__init__(application="", java_class=JOB_CLASS, **kwargs)
+        self.selection = selection
+        self.plan_task = plan_task
+        self.spark_conf_variable = spark_conf_variable
+
+    def execute(self, context) -> dict[str, Any]:
+        plan = context["ti"].xcom_pull(task_ids=self.plan_task)
+        args = plan.get(f"{self.selection}_args") if plan else None
+        if not args:
+            raise AirflowSkipException(f"nothing to run for {self.selection} (include_dirty is false)")
+        run_id = attempt_run_id(context["run_id"], self.task_id, context["ti"].try_number)
+        self.application = plan["jar"]
+        self.application_args = [*args, "--run-id", run_id, f"lakehouse={plan['lakehouse']}"]
+        self.conf = spark_conf(jvm_options(plan["jar"]), {**(self.conf or {}), **self._extra_conf()})
+        self.env_vars = {**spark_env(), **(self.env_vars or {})}
+        try:
+            super().execute(context)
+        except AirflowException as e:
+            status, reason = exit_status(e), job_message(e)
+            if status == REFUSED:
+                raise AirflowFailException(f"the reconcile job refused the request (exit 2): {reason or e}") from None
+            if reason:
+                raise AirflowException(f"the reconcile job failed (exit {status}): {reason}") from e
+            raise
+        return {"selection": self.selection, "run_id": run_id, "args": list(self.application_args)}
+
+    def _extra_conf(self) -> dict[str, Any]:
+        import json
+
+        from airflow.sdk import Variable
+
+        extra = Variable.get(self.spark_conf_variable, default=None)
+        try:
+            extra = json.loads(extra) if extra else {}
+            if not isinstance(extra, dict):
+                raise ValueError
+        except ValueError:
+            raise AirflowFailException(
+                f"the Variable {self.spark_conf_variable} must be a JSON object of Spark settings") from None
+        return extra
