@@ -8,10 +8,14 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Startup failures that are detected before any broker JVM is launched. */
+// Launches a broker JVM and reads kafka-runtime's broker.classpath (written by the full build only):
+// not a ./run-tests --fast test (it excludes the tag "slow").
+@Tag("slow")
 class BrokerStartupErrorsTest {
 
   @TempDir Path dataDir;

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
@@ -34,6 +35,8 @@ import org.junit.jupiter.api.io.TempDir;
  * restart (data kept), kill -9, restart (recovered). Three broker starts in total; the steps depend
  * on each other and run in order.
  */
+// Starts broker JVMs: not a ./run-tests --fast test (it excludes the tag "slow").
+@Tag("slow")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LocalKafkaBrokerTest {

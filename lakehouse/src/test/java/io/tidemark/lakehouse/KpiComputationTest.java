@@ -1,0 +1,233 @@
+package io.tidemark.lakehouse;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.max;
+import static org.apache.spark.sql.functions.min;
+import static org.apache.spark.sql.functions.when;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.IntStream;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The KPI both layers share, on a few hand-made events: window bounds to the microsecond, exact
+ * DECIMAL(38,9) volumes, the newest ingest time, the sketch's estimate and the exact distinct count.
+ */
+class KpiComputationTest {
+    private static final Duration TEN_MINUTES = Duration.ofMinutes(10);
+    private static final StructType EVENTS = StructType.fromDDL(
+            "subscriber_id STRING, cell_site_id STRING, event_ts TIMESTAMP, volume_gb DOUBLE, ingest_ts TIMESTAMP");
+    private static final List<String> KPI_COLUMNS = List.of("event_date", "window_start", "window_end", "cell_site_id",
+            "record_count", "total_gb", "subscriber_sketch", "updated_at");
+
+    private static SparkSession spark;
+
+    @BeforeAll
+    static void start() {
+        spark = SparkSession.builder().master("local[1]").appName("kpi-computation-test")
+                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
+                .config("spark.sql.session.timeZone", "UTC")
+                // TIMESTAMP and DATE come back as Instant and LocalDate: no JVM time zone in the way.
+                .config("spark.sql.datetime.java8API.enabled", "true").getOrCreate();
+    }
+
+    @AfterAll
+    static void stop() {
+        spark.stop();
+    }
+
+    private static Instant t(String iso) {
+        return Instant.parse(iso);
+    }
+
+    private static Row event(String subscriber, String cell, String eventTs, double gb, String ingestTs) {
+        return RowFactory.create(subscriber, cell, t(eventTs), gb, t(ingestTs));
+    }
+
+    private static Dataset<Row> events(Row... rows) {
+        return spark.createDataFrame(Arrays.asList(rows), EVENTS);
+    }
+
+    private static List<List<Object>> values(Dataset<Row> ds) {
+        List<List<Object>> out = new ArrayList<>();
+        for (Row r : ds.collectAsList()) {
+            out.add(IntStream.range(0, r.size()).mapToObj(r::get).toList());
+        }
+        return out;
+    }
+
+    private static List<Object> row(Object... values) {
+        return Arrays.asList(values); // allows nulls, unlike List.of
+    }
+
+    private static List<String> names(Dataset<Row> ds) {
+        return Arrays.stream(ds.schema().fields()).map(StructField::name).toList();
+    }
+
+    // ------------------------------------------------------------------ withWindow
+
+    @Test
+    void windowBoundsAreExactAtBoundariesAndAtMidnight() {
+        Dataset<Row> in = events(
+                event("s", "c", "2026-11-29T14:10:00Z", 1, "2026-11-29T14:10:01Z"),        // exactly on a boundary
+                event("s", "c", "2026-11-29T14:09:59.999999Z", 1, "2026-11-29T14:10:01Z"), // one microsecond before it
+                event("s", "c", "2026-11-29T14:10:00.000001Z", 1, "2026-11-29T14:10:01Z"), // one microsecond after it
+                event("s", "c", "2026-11-29T23:59:59.999999Z", 1, "2026-11-30T00:00:01Z"), // last window of the day
+                event("s", "c", "2026-11-30T00:00:00Z", 1, "2026-11-30T00:00:01Z"),        // midnight UTC
+                event("s", "c", "1969-12-31T23:55:00Z", 1, "1970-01-01T00:00:01Z"));       // before the epoch: pmod, not %
+
+        Dataset<Row> windowed = KpiComputation.withWindow(in, TEN_MINUTES);
+
+        assertThat(names(windowed)).containsExactly("subscriber_id", "cell_site_id", "event_ts", "volume_gb", "ingest_ts",
+                "window_start", "window_end", "event_date");
+        assertThat(windowed.schema().apply("window_start").dataType()).isEqualTo(DataTypes.TimestampType);
+        assertThat(windowed.schema().apply("window_end").dataType()).isEqualTo(DataTypes.TimestampType);
+        assertThat(windowed.schema().apply("event_date").dataType()).isEqualTo(DataTypes.DateType);
+        assertThat(values(windowed.select("event_ts", "window_start", "window_end", "event_date"))).containsExactly(
+                row(t("2026-11-29T14:10:00Z"), t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), LocalDate.of(2026, 11, 29)),
+                row(t("2026-11-29T14:09:59.999999Z"), t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"), LocalDate.of(2026, 11, 29)),
+                row(t("2026-11-29T14:10:00.000001Z"), t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), LocalDate.of(2026, 11, 29)),
+                // the window ending at midnight belongs to the day it starts in
+                row(t("2026-11-29T23:59:59.999999Z"), t("2026-11-29T23:50:00Z"), t("2026-11-30T00:00:00Z"), LocalDate.of(2026, 11, 29)),
+                row(t("2026-11-30T00:00:00Z"), t("2026-11-30T00:00:00Z"), t("2026-11-30T00:10:00Z"), LocalDate.of(2026, 11, 30)),
+                row(t("1969-12-31T23:55:00Z"), t("1969-12-31T23:50:00Z"), t("1970-01-01T00:00:00Z"), LocalDate.of(1969, 12, 31)));
+    }
+
+    @Test
+    void windowLengthComesFromTheDuration() {
+        Dataset<Row> in = events(event("s", "c", "2026-11-29T14:07:30Z", 1, "2026-11-29T14:08:00Z"));
+        assertThat(values(KpiComputation.withWindow(in, Duration.ofMinutes(5)).select("window_start", "window_end")))
+                .containsExactly(row(t("2026-11-29T14:05:00Z"), t("2026-11-29T14:10:00Z")));
+        assertThat(values(KpiComputation.withWindow(in, Duration.ofHours(1)).select("window_start", "window_end")))
+                .containsExactly(row(t("2026-11-29T14:00:00Z"), t("2026-11-29T15:00:00Z")));
+    }
+
+    // ------------------------------------------------------------------ partialKpis
+
+    private static Dataset<Row> sample() {
+        return events(
+                event("sub-1", "cell-A", "2026-11-29T14:01:00Z", 0.1, "2026-11-29T14:05:01Z"),
+                event("sub-2", "cell-A", "2026-11-29T14:09:59.999999Z", 0.2, "2026-11-29T14:05:03.250Z"), // newest ingest
+                event("sub-1", "cell-A", "2026-11-29T14:00:00Z", 0.0, "2026-11-29T14:05:02Z"),
+                event("sub-3", "cell-B", "2026-11-29T14:02:00Z", 100_000_000.0, "2026-11-29T14:06:00Z"),
+                event("sub-4", "cell-B", "2026-11-29T14:03:00Z", 0.000000001, "2026-11-29T14:06:00Z"), // one byte
+                event("sub-1", "cell-A", "2026-11-29T14:10:00Z", 2.25, "2026-11-29T14:10:02Z"));       // the next window
+    }
+
+    @Test
+    void partialKpisCountSumExactlyAndKeepTheNewestIngestTime() {
+        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(sample(), TEN_MINUTES));
+
+        assertThat(names(kpis)).containsExactlyElementsOf(KPI_COLUMNS);
+        assertThat(kpis.schema().apply("record_count").dataType()).isEqualTo(DataTypes.LongType);
+        assertThat(kpis.schema().apply("total_gb").dataType()).isEqualTo(DataTypes.createDecimalType(38, 9));
+        assertThat(kpis.schema().apply("subscriber_sketch").dataType()).isEqualTo(DataTypes.BinaryType);
+        assertThat(kpis.schema().apply("updated_at").dataType()).isEqualTo(DataTypes.TimestampType);
+
+        LocalDate day = LocalDate.of(2026, 11, 29);
+        assertThat(values(kpis.selectExpr("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
+                "hll_sketch_estimate(subscriber_sketch)", "updated_at").orderBy("window_start", "cell_site_id"))).containsExactly(
+                // 0.1 + 0.2 + 0.0 as doubles is 0.30000000000000004; as DECIMAL(38,9) it is exactly 0.3
+                row(day, t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"), "cell-A", 3L, new BigDecimal("0.300000000"), 2L,
+                        t("2026-11-29T14:05:03.250Z")),
+                // 1e8 + 1e-9 is 1e8 in a double; the decimal keeps the byte
+                row(day, t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"), "cell-B", 2L, new BigDecimal("100000000.000000001"), 2L,
+                        t("2026-11-29T14:06:00Z")),
+                row(day, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), "cell-A", 1L, new BigDecimal("2.250000000"), 1L,
+                        t("2026-11-29T14:10:02Z")));
+    }
+
+    @Test
+    void sketchEstimateIsTheExactDistinctCountForSmallSets() {
+        List<Row> rows = new ArrayList<>();
+        for (int i = 0; i < 300; i++) { // 100 distinct subscribers, each three times
+            rows.add(event("sub-" + (i % 100), "cell-A", "2026-11-29T14:00:00Z", 1, "2026-11-29T14:05:00Z"));
+        }
+        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(spark.createDataFrame(rows, EVENTS), TEN_MINUTES));
+        assertThat(values(kpis.selectExpr("record_count", "hll_sketch_estimate(subscriber_sketch)", "total_gb")))
+                .containsExactly(row(300L, 100L, new BigDecimal("300.000000000")));
+    }
+
+    @Test
+    void extraKeysComeFirstAndExtraAggregatesLast() {
+        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(sample(), TEN_MINUTES),
+                List.of(when(col("volume_gb").geq(1), lit("big")).otherwise(lit("small")).as("size")),
+                List.of(min(col("volume_gb")).as("min_gb"), max(col("event_ts")).as("max_event_ts")));
+
+        List<String> expected = new ArrayList<>(List.of("size"));
+        expected.addAll(KPI_COLUMNS);
+        expected.addAll(List.of("min_gb", "max_event_ts"));
+        assertThat(names(kpis)).containsExactlyElementsOf(expected);
+        assertThat(values(kpis.select("size", "window_start", "cell_site_id", "record_count", "total_gb", "min_gb", "max_event_ts")
+                .orderBy("size", "window_start", "cell_site_id"))).containsExactly(
+                row("big", t("2026-11-29T14:00:00Z"), "cell-B", 1L, new BigDecimal("100000000.000000000"), 100_000_000.0,
+                        t("2026-11-29T14:02:00Z")),
+                row("big", t("2026-11-29T14:10:00Z"), "cell-A", 1L, new BigDecimal("2.250000000"), 2.25, t("2026-11-29T14:10:00Z")),
+                row("small", t("2026-11-29T14:00:00Z"), "cell-A", 3L, new BigDecimal("0.300000000"), 0.0,
+                        t("2026-11-29T14:09:59.999999Z")),
+                row("small", t("2026-11-29T14:00:00Z"), "cell-B", 1L, new BigDecimal("0.000000001"), 0.000000001,
+                        t("2026-11-29T14:03:00Z")));
+    }
+
+    // ------------------------------------------------------------------ exactKpis
+
+    @Test
+    void exactKpisCountDistinctSubscribersExactly() {
+        Dataset<Row> raw = events(
+                event("sub-1", "cell-A", "2026-11-29T14:00:00Z", 0.5, "2026-11-29T14:00:01Z"),
+                event("sub-2", "cell-A", "2026-11-29T14:01:00Z", 0.5, "2026-11-29T14:01:01Z"),
+                event("sub-1", "cell-A", "2026-11-29T14:02:00Z", 0.5, "2026-11-29T14:02:01Z"),
+                event("sub-3", "cell-A", "2026-11-29T14:03:00Z", 0.5, "2026-11-29T14:03:01Z"),
+                event("sub-2", "cell-A", "2026-11-29T14:04:00Z", 0.5, "2026-11-29T14:04:01Z"),
+                event("sub-1", "cell-A", "2026-11-29T14:10:00Z", 1.0, "2026-11-29T14:10:01Z"),
+                event("sub-9", "cell-B", "2026-11-29T23:59:00Z", 0.25, "2026-11-30T00:00:30Z"),
+                event("sub-9", "cell-B", "2026-11-29T23:58:00Z", 0.25, "2026-11-30T00:00:20Z"));
+
+        Dataset<Row> exact = KpiComputation.exactKpis(raw, TEN_MINUTES);
+
+        assertThat(names(exact)).containsExactly("event_date", "window_start", "window_end", "cell_site_id", "record_count",
+                "total_gb", "subscribers", "subscriber_sketch", "updated_at");
+        assertThat(exact.schema().apply("subscribers").dataType()).isEqualTo(DataTypes.LongType);
+        LocalDate day = LocalDate.of(2026, 11, 29);
+        assertThat(values(exact.selectExpr("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
+                "subscribers", "hll_sketch_estimate(subscriber_sketch)", "updated_at").orderBy("window_start", "cell_site_id")))
+                .containsExactly(
+                        row(day, t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"), "cell-A", 5L, new BigDecimal("2.500000000"), 3L, 3L,
+                                t("2026-11-29T14:04:01Z")),
+                        row(day, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), "cell-A", 1L, new BigDecimal("1.000000000"), 1L, 1L,
+                                t("2026-11-29T14:10:01Z")),
+                        row(day, t("2026-11-29T23:50:00Z"), t("2026-11-30T00:00:00Z"), "cell-B", 2L, new BigDecimal("0.500000000"), 1L, 1L,
+                                t("2026-11-30T00:00:30Z")));
+    }
+
+    @Test
+    void exactKpisAgreeWithThePartialKpisOfTheSameRows() {
+        String[] shared = {"event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
+                "hll_sketch_estimate(subscriber_sketch)", "updated_at"};
+        List<List<Object>> partial = values(KpiComputation.partialKpis(KpiComputation.withWindow(sample(), TEN_MINUTES))
+                .selectExpr(shared).orderBy("window_start", "cell_site_id"));
+        List<List<Object>> exact = values(KpiComputation.exactKpis(sample(), TEN_MINUTES)
+                .selectExpr(shared).orderBy("window_start", "cell_site_id"));
+        assertThat(partial).hasSize(3);
+        assertThat(exact).containsExactlyElementsOf(partial);
+    }
+}
