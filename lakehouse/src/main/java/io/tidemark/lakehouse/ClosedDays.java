@@ -29,15 +29,18 @@ public final class ClosedDays {
 
     private final Watermark watermark;
     private final LocalDate lastClosed;
+    /** False when the newest progress row holds no decision (written by an earlier version of Tidemark). */
+    private final boolean recorded;
 
-    private ClosedDays(Watermark watermark, LocalDate lastClosed) {
+    private ClosedDays(Watermark watermark, LocalDate lastClosed, boolean recorded) {
         this.watermark = watermark;
         this.lastClosed = lastClosed;
+        this.recorded = recorded;
     }
 
     /** The decision for the watermark in force for the next batch (what the stream records). */
     public static ClosedDays decidedBy(Watermark next) {
-        return new ClosedDays(next, next.lastClosedDay().orElse(null));
+        return new ClosedDays(next, next.lastClosedDay().orElse(null), true);
     }
 
     /** Nothing closed: the stream has recorded no batch. */
@@ -47,14 +50,15 @@ public final class ClosedDays {
 
     /**
      * Reads the decision from {@code stream_progress}: the row with the highest batch id (the newest
-     * finished_at on a tie). A row written before the stream recorded its decision is decided here
-     * from its {@code next_watermark}, by the same rule.
+     * finished_at on a tie). Readers never decide again: a row without a decision (written by an
+     * earlier version of Tidemark, before the column existed) closes nothing until the stream's next
+     * micro-batch records one.
      */
     public static ClosedDays load(SparkSession spark, Lakehouse lakehouse) {
         Dataset<Row> progress = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS));
-        boolean recorded = Arrays.asList(progress.columns()).contains(COLUMN);
+        boolean hasColumn = Arrays.asList(progress.columns()).contains(COLUMN);
         List<Row> rows = progress.orderBy(col("batch_id").desc(), col("finished_at").desc())
-                .select(col("next_watermark"), recorded ? col(COLUMN) : org.apache.spark.sql.functions.lit(null).cast("date"))
+                .select(col("next_watermark"), hasColumn ? col(COLUMN) : org.apache.spark.sql.functions.lit(null).cast("date"))
                 .limit(1)
                 .collectAsList();
         if (rows.isEmpty()) {
@@ -62,7 +66,11 @@ public final class ClosedDays {
         }
         Row r = rows.get(0);
         Watermark next = Watermark.of(r.getTimestamp(0).toInstant());
-        return r.isNullAt(1) ? decidedBy(next) : new ClosedDays(next, r.getDate(1).toLocalDate());
+        if (r.isNullAt(1)) {
+            // Null is also the stream's own "nothing closed yet"; an undecided row tells only if its watermark closes a day.
+            return new ClosedDays(next, null, next.lastClosedDay().isEmpty());
+        }
+        return new ClosedDays(next, r.getDate(1).toLocalDate(), true);
     }
 
     /** The watermark the decision was made with ({@link Watermark#NONE} when the stream has recorded none). */
@@ -96,6 +104,10 @@ public final class ClosedDays {
         }
         if (!watermark.isRecorded()) {
             return Optional.of("day " + day + " is not closed: the stream has not recorded a watermark yet, so no day is closed");
+        }
+        if (!recorded) {
+            return Optional.of("day " + day + " is not closed: the stream has not recorded which days are closed yet (its last "
+                    + "stream_progress row comes from an earlier version of Tidemark); the stream records it from its next micro-batch on");
         }
         return Optional.of("day " + day + " is not closed: the stream's watermark is " + watermark + " and the day closes only when it reaches "
                 + Watermark.endOf(day) + (lastClosed == null ? "; no day is closed yet" : "; the last closed day is " + lastClosed));

@@ -73,14 +73,16 @@ class LakehouseTablesTest {
         spark.sql("INSERT INTO delta.`" + lakehouse.path(Table.STREAM_PROGRESS) + "` VALUES (0, 'q', TIMESTAMP'1970-01-01 00:00:00', "
                 + "TIMESTAMP'1970-01-01 00:00:00', NULL, NULL, 0, 0, 0, 0, 0, now(), now(), 0, 0, 0, NULL)");
         assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).isEmpty();
-        // An old row without the decision: decided from its next_watermark by the same rule.
+        // An old row without the decision: readers do not decide again, nothing is closed until the stream records it.
         spark.sql("INSERT INTO delta.`" + lakehouse.path(Table.STREAM_PROGRESS) + "` VALUES (1, 'q', TIMESTAMP'1970-01-01 00:00:00', "
                 + "TIMESTAMP'2026-11-28 00:00:00', NULL, NULL, 0, 0, 0, 0, 0, TIMESTAMP'2026-12-01 10:00:00', TIMESTAMP'2026-12-01 10:00:00', 0, 0, 0, NULL)");
-        assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).contains(LocalDate.parse("2026-11-27"));
+        assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).isEmpty();
+        assertThat(ClosedDays.load(spark, lakehouse).whyOpen(LocalDate.parse("2026-11-27")))
+                .hasValueSatisfying(why -> assertThat(why).contains("has not recorded which days are closed yet"));
 
         lakehouse.createAndRegister(spark);
         assertThat(spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS)).columns()).contains(ClosedDays.COLUMN);
-        assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).contains(LocalDate.parse("2026-11-27"));
+        assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).isEmpty();
 
         // Batch 2 decided 2026-11-28 but finished "before" batch 1 by the wall clock (a clock step):
         // the decision is the highest batch id's, not the newest finished_at's.
