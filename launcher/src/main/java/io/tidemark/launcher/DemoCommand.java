@@ -574,7 +574,10 @@ final class DemoCommand extends TidemarkCommand {
      * each day of the backlog that {@code watermark} has closed (its end is at or before it, as in
      * {@link LakehouseFigures#closedDays()}), {@code share} of the backlog's records of that day
      * (at least {@link #MIN_HELD_BACK_PER_DAY}), their event times spread evenly over the part of the
-     * day the backlog covers. Sent after that watermark is in force, every one of them is late.
+     * day the backlog's event clock covers. The backlog's own late records reach up to
+     * {@code lateDelayMax} before its event clock starts: a day that only they reach is a closed day
+     * with data like any other, and gets the minimum, spread over the part of it they reach.
+     * Sent after that watermark is in force, every one of them is late.
      * Deterministic: an explicit event clock, no out-of-order spread, nothing late or invalid by the
      * generator's own rules.
      */
@@ -583,19 +586,22 @@ final class DemoCommand extends TidemarkCommand {
         if (!(share > 0) || backlog.count() == null || backlog.eventClockStart() == null) {
             return out;
         }
-        Instant start = backlog.eventClockStart();
         long spanMs = backlog.backlogSpan().toMillis();
-        Instant end = start.plusMillis(spanMs);
-        for (LocalDate day = LocalDate.ofInstant(start, ZoneOffset.UTC); ; day = day.plusDays(1)) {
+        Instant clockStart = backlog.eventClockStart();
+        Instant end = clockStart.plusMillis(spanMs);
+        Instant dataStart = clockStart.minus(backlog.lateFraction() > 0 ? backlog.lateDelayMax() : backlog.outOfOrderSpread());
+        for (LocalDate day = LocalDate.ofInstant(dataStart, ZoneOffset.UTC); ; day = day.plusDays(1)) {
             Instant dayStart = day.atStartOfDay(ZoneOffset.UTC).toInstant();
             Instant dayEnd = day.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant();
             if (dayEnd.isAfter(watermark) || !dayStart.isBefore(end)) {
                 break;
             }
-            Instant from = dayStart.isAfter(start) ? dayStart : start;
+            boolean clockCovers = dayEnd.isAfter(clockStart);
+            Instant firstData = clockCovers ? clockStart : dataStart;
+            Instant from = dayStart.isAfter(firstData) ? dayStart : firstData;
             Instant to = dayEnd.isBefore(end) ? dayEnd : end;
             long ms = Duration.between(from, to).toMillis();
-            long count = Math.max(MIN_HELD_BACK_PER_DAY, Math.round(share * backlog.count() * ms / spanMs));
+            long count = clockCovers ? Math.max(MIN_HELD_BACK_PER_DAY, Math.round(share * backlog.count() * ms / spanMs)) : MIN_HELD_BACK_PER_DAY;
             out.add(new HeldBack(day, UserError.check(() -> TrafficSpec.builder()
                     .topic(backlog.topic())
                     .ingestMode(IngestMode.BACKLOG)
@@ -627,7 +633,7 @@ final class DemoCommand extends TidemarkCommand {
             days.add(h.day() + " " + Formats.count(h.spec().count()));
             total += h.spec().count();
         }
-        say("            %s in: watermark %s, %s closed; devices that were offline for hours reconnect and send "
+        say("            %s in: watermark %s, %s %s closed; devices that were offline for hours reconnect and send "
                         + "%s records of %s (%s)",
                 Formats.duration(sinceLiveStartNanos / 1_000_000), Formats.instant(watermark),
                 LakehouseFigures.list(heldBack.stream().map(HeldBack::day).toList()), heldBack.size() == 1 ? "is" : "are",

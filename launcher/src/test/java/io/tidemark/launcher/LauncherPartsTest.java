@@ -186,6 +186,15 @@ class LauncherPartsTest {
         assertThat(one).extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-02"));
         assertThat(one.get(0).spec().count()).isEqualTo(1200L);
         assertThat(one.get(0).spec().eventClockStart()).isEqualTo(Instant.parse("2026-05-02T06:00:00Z"));
+
+        // Between 06:00 and 07:00 only the backlog's late records (up to 60 min behind its clock) reach the day before
+        // yesterday: a closed day with data, which gets the minimum over the part of it they reach.
+        TrafficSpec early = demo.backlogSpec("t", Instant.parse("2026-05-03T06:08:11Z"));
+        List<DemoCommand.HeldBack> two = DemoCommand.heldBackSpecs(early, Instant.parse("2026-05-03T05:58:08Z"), 0.01, 42);
+        assertThat(two).extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
+        assertThat(two).extracting(h -> h.spec().count()).containsExactly((long) DemoCommand.MIN_HELD_BACK_PER_DAY, 1591L);
+        assertThat(two).extracting(h -> h.spec().eventClockStart())
+                .containsExactly(Instant.parse("2026-05-01T23:08:11Z"), Instant.parse("2026-05-02T00:08:11Z"));
     }
 
     @Test
