@@ -513,7 +513,7 @@ final class DemoCommand extends TidemarkCommand {
                 + (l.afterDayClosed() > 0 ? " (" + (l.afterDayClosed() == l.late() ? "all" : Formats.count(l.afterDayClosed()))
                         + " after the day had closed)" : "")));
         say("  late by day %s", lateByDay.isEmpty() ? "none" : perDay.toString());
-        say("             (live, the generator delayed %s records by 20-60 min and offline devices sent %s of the closed days; "
+        say("             (the generator delayed %s records by 20-60 min and offline devices sent %s records of the closed days; "
                         + "in the backlog, read %s at a time, the watermark had not passed most of the generator's late ones)",
                 Formats.count(kinds.get(Kind.LATE)), Formats.count(heldBack), Formats.count(config.maxOffsetsPerTrigger()));
         f.closingWatermark().ifPresent(wm -> say("watermark    %s; closed days (end <= watermark): %s", Formats.instant(wm),
