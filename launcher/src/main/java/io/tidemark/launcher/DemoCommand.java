@@ -252,14 +252,14 @@ final class DemoCommand extends TidemarkCommand {
             }
         }
         checkInterrupted();
+        if (liveError.get() != null) {
+            query.stop();
+            throw new IllegalStateException("live traffic failed: " + Tidemark.describe(liveError.get()), liveError.get());
+        }
         if (heldBackReports == null) {
             // A slow machine: the live traffic is over before the watermark has passed the backlog.
             ProgressRow newest = awaitBatchAfter(query, lastBatch, lastBacklogBatch);
             heldBackReports = sendHeldBack(backlog, newest, System.nanoTime() - liveStart, heldBackSent);
-        }
-        if (liveError.get() != null) {
-            query.stop();
-            throw new IllegalStateException("live traffic failed: " + Tidemark.describe(liveError.get()), liveError.get());
         }
         GenerationReport liveDone = liveReport.get();
         long heldBackTotal = heldBackReports.stream().mapToLong(GenerationReport::messages).sum();
