@@ -65,12 +65,22 @@ public final class ClosedDays {
             return none();
         }
         Row r = rows.get(0);
-        Watermark next = Watermark.of(r.getTimestamp(0).toInstant());
-        if (r.isNullAt(1)) {
+        return recorded(r.getTimestamp(0), r.isNullAt(1) ? null : r.getDate(1));
+    }
+
+    /** The decision a stream_progress row records (the stream hands its listener each such row). */
+    public static ClosedDays recordedIn(Row progress) {
+        int column = Arrays.asList(progress.schema().fieldNames()).indexOf(COLUMN);
+        return recorded(progress.getAs("next_watermark"), column < 0 || progress.isNullAt(column) ? null : progress.getDate(column));
+    }
+
+    private static ClosedDays recorded(java.sql.Timestamp nextWatermark, java.sql.Date lastClosedDay) {
+        Watermark next = Watermark.of(nextWatermark.toInstant());
+        if (lastClosedDay == null) {
             // Null is also the stream's own "nothing closed yet"; an undecided row tells only if its watermark closes a day.
             return new ClosedDays(next, null, next.lastClosedDay().isEmpty());
         }
-        return new ClosedDays(next, r.getDate(1).toLocalDate(), true);
+        return new ClosedDays(next, lastClosedDay.toLocalDate(), true);
     }
 
     /** The watermark the decision was made with ({@link Watermark#NONE} when the stream has recorded none). */

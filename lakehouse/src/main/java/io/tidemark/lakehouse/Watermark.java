@@ -83,6 +83,15 @@ public final class Watermark {
         return isRecorded() && closes(endOf(day).toEpochMilli());
     }
 
+    /**
+     * {@link #closes(LocalDate)} as a Spark column: whether the watermark in column {@code watermark}
+     * (TIMESTAMP) closes the UTC day in column {@code day} (DATE). Needs a UTC session, as every
+     * Tidemark session is.
+     */
+    public static Column closesDay(Column watermark, Column day) {
+        return watermark.gt(expr("timestamp_millis(0L)")).and(watermark.geq(org.apache.spark.sql.functions.date_add(day, 1).cast("timestamp")));
+    }
+
     /** The most recent closed day; empty when none is. */
     public Optional<LocalDate> lastClosedDay() {
         if (!isRecorded()) {

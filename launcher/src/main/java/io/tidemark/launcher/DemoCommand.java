@@ -1,5 +1,10 @@
 package io.tidemark.launcher;
 
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.count_if;
+import static org.apache.spark.sql.functions.lit;
+
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -11,13 +16,18 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.StringJoiner;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 
@@ -29,10 +39,13 @@ import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.lakehouse.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
@@ -45,11 +58,17 @@ import picocli.CommandLine.Option;
 /**
  * {@code tidemark demo}: the whole system on one machine. A local broker, a backlog that closes
  * yesterday, live traffic while the stream runs, then the conservation check over everything.
+ *
+ * <p>Halfway through the live traffic, devices that were offline for hours reconnect and send records
+ * of the days the backlog closed (see {@link #heldBackSpecs}): the stream keeps them in late_events,
+ * and reconcile then visibly folds them into those days' KPIs.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"The whole system on one machine: starts a local Kafka broker, produces a 30-hour backlog and then live traffic "
-                + "(with late and malformed records) while the stream runs, prints a status line per micro-batch, "
-                + "reconciles the closed days, checks conservation over every record and leaves the tables for 'tidemark sql'.",
+                + "(with late and malformed records) while the stream runs, prints a status line per micro-batch; halfway through, "
+                + "devices that were offline for hours send records of the days that have already closed. "
+                + "Then it reconciles the closed days (folding those records in), checks conservation over every record "
+                + "and leaves the tables for 'tidemark sql'.",
                 "Exit code 0 only if conservation holds."})
 final class DemoCommand extends TidemarkCommand {
 
@@ -81,12 +100,22 @@ final class DemoCommand extends TidemarkCommand {
     @Option(names = "--partitions", paramLabel = "N", defaultValue = "2", description = "Partitions of the topic (default: ${DEFAULT-VALUE}).")
     int partitions;
 
+    @Option(names = "--offline-share", paramLabel = "F", defaultValue = "0.01",
+            description = "Records that devices offline for hours send halfway through the live traffic, with event times on the days "
+                    + "that have already closed, as a share of the backlog's records of those days (at least "
+                    + DemoCommand.MIN_HELD_BACK_PER_DAY + " a day; 0 = none; default: ${DEFAULT-VALUE}).")
+    double offlineShare;
+
     @Option(names = "--seed", paramLabel = "N", defaultValue = "42", description = "Random seed of the traffic (default: ${DEFAULT-VALUE}).")
     long seed;
+
+    /** The fewest held-back records a closed day gets, so that even a day the backlog barely reaches shows them. */
+    static final int MIN_HELD_BACK_PER_DAY = 25;
 
     private GracefulStop stop;
     private volatile KafkaTrafficProducer backlogProducer;
     private volatile KafkaTrafficProducer liveProducer;
+    private volatile KafkaTrafficProducer heldBackProducer;
     private volatile StreamingQuery runningQuery;
 
     /** How long the stream may go without consuming anything before the demo gives up waiting. */
@@ -109,13 +138,10 @@ final class DemoCommand extends TidemarkCommand {
         prepare(home, brokerDir);
         stop = GracefulStop.install(() -> {
             say("interrupted: stopping the traffic and the stream (Ctrl-C again stops at once) ...");
-            KafkaTrafficProducer p1 = backlogProducer;
-            KafkaTrafficProducer p2 = liveProducer;
-            if (p1 != null) {
-                p1.requestStop();
-            }
-            if (p2 != null) {
-                p2.requestStop();
+            for (KafkaTrafficProducer p : new KafkaTrafficProducer[] {backlogProducer, liveProducer, heldBackProducer}) {
+                if (p != null) {
+                    p.requestStop();
+                }
             }
             StreamingQuery q = runningQuery;
             if (q != null) {
@@ -169,13 +195,16 @@ final class DemoCommand extends TidemarkCommand {
                 config.sparkMaster(), Formats.duration(config.trigger()), Formats.count(config.maxOffsetsPerTrigger()));
         SparkSession spark = SparkSessions.create(config, "tidemark-demo");
         AtomicLong liveSent = new AtomicLong();
+        AtomicLong heldBackSent = new AtomicLong();
         AtomicLong consumed = new AtomicLong();
+        AtomicReference<ProgressRow> lastBatch = new AtomicReference<>();
         long backlogSent = backlogReport.messages();
         StreamingJob job = new StreamingJob(spark, config, row -> {
             ProgressRow progress = new ProgressRow(row);
+            lastBatch.set(progress);
             long total = consumed.addAndGet(progress.recordsIn());
             say("  %s | produced %s, consumed %s", BatchLine.of(progress),
-                    Formats.count(backlogSent + liveSent.get()), Formats.count(total));
+                    Formats.count(backlogSent + liveSent.get() + heldBackSent.get()), Formats.count(total));
         });
         checkInterrupted();
         StreamingQuery query = job.start(false);
@@ -198,6 +227,10 @@ final class DemoCommand extends TidemarkCommand {
             backlogEnd = kafka.endOffsets(config.topic());
         }
         awaitConsumed(query, config, backlogEnd);
+        // The watermark trails the batches by one (see WatermarkLedger): it passes the backlog's end
+        // once a batch after the backlog's last one has run, i.e. once live records have come in.
+        long lastBacklogBatch = lastBatch.get() == null ? -1 : lastBatch.get().batchId();
+        heldBackProducer = new KafkaTrafficProducer(bootstrap, config.kafkaOptions());
         AtomicReference<GenerationReport> liveReport = new AtomicReference<>();
         AtomicReference<Throwable> liveError = new AtomicReference<>();
         Thread liveThread = new Thread(() -> {
@@ -213,18 +246,31 @@ final class DemoCommand extends TidemarkCommand {
         }, "tidemark-demo-live-traffic");
         liveThread.setDaemon(true);
         say("phase 3     backlog consumed; live traffic while the stream runs: %s", GenerateCommand.describe(live));
+        long liveStart = System.nanoTime();
         liveThread.start();
+        List<GenerationReport> heldBackReports = null;
         while (liveThread.isAlive()) {
             liveThread.join(500);
             failIfStopped(query);
+            ProgressRow newest = lastBatch.get();
+            if (heldBackReports == null && System.nanoTime() - liveStart >= liveSeconds * 500_000_000L
+                    && newest != null && newest.batchId() > lastBacklogBatch) {
+                heldBackReports = sendHeldBack(backlog, newest, System.nanoTime() - liveStart, heldBackSent);
+            }
         }
         checkInterrupted();
         if (liveError.get() != null) {
             query.stop();
             throw new IllegalStateException("live traffic failed: " + Tidemark.describe(liveError.get()), liveError.get());
         }
+        if (heldBackReports == null) {
+            // A slow machine: the live traffic is over before the watermark has passed the backlog.
+            ProgressRow newest = awaitBatchAfter(query, lastBatch, lastBacklogBatch);
+            heldBackReports = sendHeldBack(backlog, newest, System.nanoTime() - liveStart, heldBackSent);
+        }
         GenerationReport liveDone = liveReport.get();
-        long produced = backlogReport.messages() + liveDone.messages();
+        long heldBackTotal = heldBackReports.stream().mapToLong(GenerationReport::messages).sum();
+        long produced = backlogReport.messages() + liveDone.messages() + heldBackTotal;
         say("            live traffic done: %s messages in %s; waiting for the stream to consume all %s ...",
                 Formats.count(liveDone.messages()), Formats.duration(liveDone.elapsed()), Formats.count(produced));
 
@@ -242,7 +288,8 @@ final class DemoCommand extends TidemarkCommand {
         say("stream      stopped: every record of the topic is committed");
 
         // The batch layer: recompute the closed days exactly, late records folded in.
-        List<LocalDate> closed = LakehouseFigures.read(spark, lakehouse, 1).closedDays();
+        LakehouseFigures beforeReconcile = LakehouseFigures.read(spark, lakehouse, 1);
+        List<LocalDate> closed = beforeReconcile.closedDays();
         ReconcileResult reconciled = null;
         String reconcileFailure = null;
         if (closed.isEmpty()) {
@@ -261,10 +308,11 @@ final class DemoCommand extends TidemarkCommand {
         say("check       conservation over %s consumed records ...", Formats.count(inTopic));
         ConservationCheck.Report report = ConservationCheck.check(spark, lakehouse, config.window(), inTopic);
         LakehouseFigures figures = LakehouseFigures.read(spark, lakehouse, 1);
+        Map<LocalDate, LateOfDay> lateByDay = lateByDay(spark, lakehouse);
         spark.stop();
 
-        summary(System.nanoTime() - t0, backlogReport, liveDone, produced, inTopic, figures, reconciled, reconcileFailure, report,
-                lakehouse, config, home);
+        summary(System.nanoTime() - t0, backlogReport, liveDone, heldBackTotal, produced, inTopic, beforeReconcile.dirtyDays(), figures,
+                lateByDay, reconciled, reconcileFailure, report, lakehouse, config, home);
 
         if (broker != null && !keepBroker) {
             broker.stop();
@@ -295,6 +343,9 @@ final class DemoCommand extends TidemarkCommand {
         }
         if (partitions < 1) {
             throw new UserError("--partitions must be at least 1, got " + partitions);
+        }
+        if (!(offlineShare >= 0 && offlineShare <= 1)) {
+            throw new UserError("--offline-share must be between 0 and 1, got " + offlineShare);
         }
     }
 
@@ -391,6 +442,22 @@ final class DemoCommand extends TidemarkCommand {
         }
     }
 
+    /** Waits until a batch after {@code batchId} has run. */
+    private ProgressRow awaitBatchAfter(StreamingQuery query, AtomicReference<ProgressRow> lastBatch, long batchId) throws InterruptedException {
+        long since = System.nanoTime();
+        while (true) {
+            failIfStopped(query);
+            ProgressRow newest = lastBatch.get();
+            if (newest != null && newest.batchId() > batchId) {
+                return newest;
+            }
+            if (System.nanoTime() - since > STALL_TIMEOUT.toNanos()) {
+                throw new IllegalStateException("the stream ran no batch after batch " + batchId + " for " + Formats.duration(STALL_TIMEOUT));
+            }
+            Thread.sleep(200);
+        }
+    }
+
     /** Waits until the checkpoint has committed every partition up to its end offset. */
     private void awaitConsumed(StreamingQuery query, TidemarkConfig config, Map<Integer, Long> end) throws InterruptedException {
         long lastTotal = -1;
@@ -415,19 +482,25 @@ final class DemoCommand extends TidemarkCommand {
         }
     }
 
-    private void summary(long elapsedNanos, GenerationReport backlog, GenerationReport live, long produced, long inTopic,
-                         LakehouseFigures f, ReconcileResult reconciled, String reconcileFailure, ConservationCheck.Report report,
+    private void summary(long elapsedNanos, GenerationReport backlog, GenerationReport live, long heldBack, long produced, long inTopic,
+                         List<LocalDate> dirtyBeforeReconcile, LakehouseFigures f, Map<LocalDate, LateOfDay> lateByDay,
+                         ReconcileResult reconciled, String reconcileFailure, ConservationCheck.Report report,
                          Lakehouse lakehouse, TidemarkConfig config, Path home) {
         say("");
         say("== tidemark demo: summary (%s) ==", Formats.duration(elapsedNanos / 1_000_000));
         EnumMap<Kind, Long> kinds = new EnumMap<>(Kind.class);
+        for (Kind k : Kind.values()) {
+            kinds.put(k, 0L);
+        }
         for (GenerationReport r : List.of(backlog, live)) {
             r.countsByKind().forEach((k, n) -> kinds.merge(k, n, Long::sum));
         }
-        say("produced     %s messages: backlog %s + live %s%s", Formats.count(produced), Formats.count(backlog.messages()),
-                Formats.count(live.messages()), inTopic == produced ? "" : "; the topic holds " + Formats.count(inTopic) + " (--keep: earlier runs too)");
-        say("  valid      %s: on time %s, generated late %s",
-                Formats.count(kinds.get(Kind.ON_TIME) + kinds.get(Kind.LATE)), Formats.count(kinds.get(Kind.ON_TIME)), Formats.count(kinds.get(Kind.LATE)));
+        say("produced     %s messages: backlog %s + live %s + held back by offline devices %s%s", Formats.count(produced),
+                Formats.count(backlog.messages()), Formats.count(live.messages()), Formats.count(heldBack),
+                inTopic == produced ? "" : "; the topic holds " + Formats.count(inTopic) + " (--keep: earlier runs too)");
+        say("  valid      %s: on time %s, generated late %s (20-60 min behind), held back %s (hours behind: days already closed)",
+                Formats.count(kinds.get(Kind.ON_TIME) + kinds.get(Kind.LATE) + heldBack), Formats.count(kinds.get(Kind.ON_TIME)),
+                Formats.count(kinds.get(Kind.LATE)), Formats.count(heldBack));
         StringJoiner invalid = new StringJoiner(", ");
         long invalidTotal = 0;
         for (Map.Entry<Kind, Long> e : kinds.entrySet()) {
@@ -442,8 +515,14 @@ final class DemoCommand extends TidemarkCommand {
                 Formats.count(f.kpiRows()), Formats.count(f.kpiFinalRows()));
         say("  late       %s records arrived after their window had closed: kept in raw_events and late_events, not in the streaming KPIs",
                 Formats.count(f.rawLate()));
-        say("             (the generator delayed %s records by 20-60 min; in the backlog, read %s at a time, the watermark had not passed most of them)",
-                Formats.count(kinds.get(Kind.LATE)), Formats.count(config.maxOffsetsPerTrigger()));
+        StringJoiner perDay = new StringJoiner(", ");
+        lateByDay.forEach((day, l) -> perDay.add(day + " " + Formats.count(l.late())
+                + (l.afterDayClosed() > 0 ? " (" + (l.afterDayClosed() == l.late() ? "all" : Formats.count(l.afterDayClosed()))
+                        + " after the day had closed)" : "")));
+        say("  late by day %s", lateByDay.isEmpty() ? "none" : perDay.toString());
+        say("             (the generator delayed %s records by 20-60 min and offline devices sent %s records of the closed days; "
+                        + "in the backlog, read %s at a time, the watermark had not passed most of the generator's late ones)",
+                Formats.count(kinds.get(Kind.LATE)), Formats.count(heldBack), Formats.count(config.maxOffsetsPerTrigger()));
         f.closingWatermark().ifPresent(wm -> say("watermark    %s; closed days (end <= watermark): %s", Formats.instant(wm),
                 LakehouseFigures.list(f.closedDays())));
         if (reconcileFailure != null) {
@@ -457,15 +536,17 @@ final class DemoCommand extends TidemarkCommand {
                     continue;
                 }
                 say("reconcile    %s replaced by the truth (source = batch): %s windows, %s changed; records %s -> %s (%s late folded in); "
-                                + "drift %s GB",
+                                + "volume stream %s GB vs truth %s GB, drift %s GB (%s)",
                         d.day(), Formats.count(d.windows()), Formats.count(d.windowsChanged()), Formats.count(d.streamRecords()),
-                        Formats.count(d.batchRecords()), Formats.count(d.lateRecords()), d.gbDrift().stripTrailingZeros().toPlainString());
+                        Formats.count(d.batchRecords()), Formats.count(d.lateRecords()), gb(d.streamGb()), gb(d.batchGb()),
+                        signedGb(d.gbDrift()), percent(d.gbDriftRel()));
             }
             say("             run %s; details: ./tidemark sql --set lakehouse=%s \"SELECT * FROM reconcile_report WHERE row_kind = 'summary'\"",
                     reconciled.runId(), show(Path.of(lakehouse.root())));
         }
         List<LocalDate> dirty = f.dirtyDays();
-        say("dirty days   %s%s", LakehouseFigures.list(dirty), dirty.isEmpty() ? "" : " (closed days with late records not yet in their KPIs)");
+        say("dirty days   before reconcile %s; now %s%s", LakehouseFigures.list(dirtyBeforeReconcile), LakehouseFigures.list(dirty),
+                dirty.isEmpty() && dirtyBeforeReconcile.isEmpty() ? "" : " (closed days with late records not yet in their KPIs)");
         for (String line : report.summary().split("\n")) {
             say("conservation %s", line.replace("conservation: ", ""));
         }
@@ -477,11 +558,169 @@ final class DemoCommand extends TidemarkCommand {
         say("  ./tidemark sql %s \"SELECT window_start, cell_site_id, record_count, total_gb, subscribers, is_final FROM kpi_5m "
                 + "ORDER BY window_start DESC, record_count DESC LIMIT 10\"", set);
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS late, round(avg(late_by_ms) / 60000, 1) AS avg_late_min FROM late_events GROUP BY 1\"", set);
+        say("  ./tidemark sql %s \"SELECT event_date, windows_changed, late_records, stream_gb, batch_gb, gb_drift_rel FROM reconcile_report "
+                + "WHERE row_kind = 'summary' ORDER BY event_date\"", set);
         say("  ./tidemark sql %s \"SELECT reason, count(*) FROM dead_letter GROUP BY 1 ORDER BY 2 DESC\"", set);
         say("  ./tidemark status %s --set stream.checkpoint=%s%s", set, show(home.resolve("checkpoint")),
                 keepBroker ? " --set kafka.bootstrap-servers=" + config.bootstrapServers() : "");
         say("");
+        if (reconcileFailure == null) {
+            for (String line : story(reconciled, lateByDay, heldBack)) {
+                say("%s", line);
+            }
+        }
         say(report.holds() ? "conservation HOLDS: every record is in exactly one place" : "conservation VIOLATED: see the lines above");
+    }
+
+    /** The records that devices offline for hours send once they reconnect: those of one closed day. */
+    record HeldBack(LocalDate day, TrafficSpec spec) {
+    }
+
+    /**
+     * What devices that were offline for hours send when they reconnect during the live traffic: for
+     * each day of the backlog that the stream has {@code closed}, {@code share} of the backlog's records of that day
+     * (at least {@link #MIN_HELD_BACK_PER_DAY}), their event times spread evenly over the part of the
+     * day the backlog's event clock covers. The backlog's own late records reach up to
+     * {@code lateDelayMax} before its event clock starts: a day that only they reach is a closed day
+     * with data like any other, and gets the minimum, spread over the part of it they reach.
+     * Sent after that watermark is in force, every one of them is late.
+     * Deterministic: an explicit event clock, no out-of-order spread, nothing late or invalid by the
+     * generator's own rules.
+     */
+    static List<HeldBack> heldBackSpecs(TrafficSpec backlog, ClosedDays closed, double share, long seed) {
+        List<HeldBack> out = new ArrayList<>();
+        if (!(share > 0) || backlog.count() == null || backlog.eventClockStart() == null) {
+            return out;
+        }
+        long spanMs = backlog.backlogSpan().toMillis();
+        Instant clockStart = backlog.eventClockStart();
+        Instant end = clockStart.plusMillis(spanMs);
+        Instant dataStart = clockStart.minus(backlog.lateFraction() > 0 ? backlog.lateDelayMax() : backlog.outOfOrderSpread());
+        for (LocalDate day = LocalDate.ofInstant(dataStart, ZoneOffset.UTC); ; day = day.plusDays(1)) {
+            Instant dayStart = day.atStartOfDay(ZoneOffset.UTC).toInstant();
+            Instant dayEnd = Watermark.endOf(day);
+            if (!closed.isClosed(day) || !dayStart.isBefore(end)) {
+                break;
+            }
+            boolean clockCovers = dayEnd.isAfter(clockStart);
+            Instant firstData = clockCovers ? clockStart : dataStart;
+            Instant from = dayStart.isAfter(firstData) ? dayStart : firstData;
+            Instant to = dayEnd.isBefore(end) ? dayEnd : end;
+            long ms = Duration.between(from, to).toMillis();
+            long count = clockCovers ? Math.max(MIN_HELD_BACK_PER_DAY, Math.round(share * backlog.count() * ms / spanMs)) : MIN_HELD_BACK_PER_DAY;
+            out.add(new HeldBack(day, UserError.check(() -> TrafficSpec.builder()
+                    .topic(backlog.topic())
+                    .ingestMode(IngestMode.BACKLOG)
+                    .count(count)
+                    .ratePerSecond(0)
+                    .eventClockStart(from)
+                    .eventsPerSecondOfEventTime(count * 1000.0 / ms)
+                    .cells(backlog.cells())
+                    .subscribers(backlog.subscribers())
+                    .outOfOrderSpread(Duration.ZERO)
+                    .lateFraction(0)
+                    .invalidFraction(0)
+                    .seed(seed + 2 + out.size())
+                    .build())));
+        }
+        return out;
+    }
+
+    /** Sends the held-back records of the days closed by the watermark in force after {@code newest}. */
+    private List<GenerationReport> sendHeldBack(TrafficSpec backlog, ProgressRow newest, long sinceLiveStartNanos, AtomicLong sent) {
+        Instant watermark = newest.nextWatermark().toInstant();
+        List<HeldBack> heldBack = heldBackSpecs(backlog, ClosedDays.recordedIn(newest.row()), offlineShare, seed);
+        if (heldBack.isEmpty()) {
+            return List.of();
+        }
+        StringJoiner days = new StringJoiner(", ");
+        long total = 0;
+        for (HeldBack h : heldBack) {
+            days.add(h.day() + " " + Formats.count(h.spec().count()));
+            total += h.spec().count();
+        }
+        say("            %s in: watermark %s, %s %s closed; devices that were offline for hours reconnect and send "
+                        + "%s records of %s (%s)",
+                Formats.duration(sinceLiveStartNanos / 1_000_000), Formats.instant(watermark),
+                LakehouseFigures.list(heldBack.stream().map(HeldBack::day).toList()), heldBack.size() == 1 ? "is" : "are",
+                Formats.count(total), heldBack.size() == 1 ? "that day" : "those days", days);
+        List<GenerationReport> reports = new ArrayList<>();
+        for (HeldBack h : heldBack) {
+            checkInterrupted();
+            GenerationReport r = heldBackProducer.produce(h.spec(), null);
+            reports.add(r);
+            sent.addAndGet(r.messages());
+        }
+        return reports;
+    }
+
+    /** A day's records in late_events, and how many of them arrived once the watermark had passed the day's end. */
+    record LateOfDay(long late, long afterDayClosed) {
+    }
+
+    static Map<LocalDate, LateOfDay> lateByDay(SparkSession spark, Lakehouse lakehouse) {
+        Map<LocalDate, LateOfDay> out = new TreeMap<>();
+        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.LATE_EVENTS)).groupBy(col("event_date"))
+                .agg(count(lit(1)), count_if(Watermark.closesDay(col("watermark"), col("event_date")))).collectAsList()) {
+            out.put(r.getDate(0).toLocalDate(), new LateOfDay(r.getLong(1), r.getLong(2)));
+        }
+        return out;
+    }
+
+    /**
+     * The demo's closing lines: which records reached the closed days after they had closed, and what
+     * reconcile made of them, every figure from late_events and the reconcile run.
+     */
+    static List<String> story(ReconcileResult reconciled, Map<LocalDate, LateOfDay> lateByDay, long heldBack) {
+        List<String> lines = new ArrayList<>();
+        if (reconciled == null) {
+            return lines;
+        }
+        List<DayOutcome> days = reconciled.days().stream().filter(d -> d.status() != DayOutcome.Status.NO_DATA).toList();
+        if (days.isEmpty()) {
+            return lines;
+        }
+        StringJoiner arrived = new StringJoiner(" and ");
+        for (DayOutcome d : days) {
+            long n = lateByDay.getOrDefault(d.day(), new LateOfDay(0, 0)).afterDayClosed();
+            if (n > 0) {
+                arrived.add(Formats.count(n) + (arrived.length() == 0 ? " records of " : " of ") + d.day());
+            }
+        }
+        if (arrived.length() == 0) {
+            lines.add("No record reached " + LakehouseFigures.list(days.stream().map(DayOutcome::day).toList())
+                    + " after the day had closed, so reconcile found the streaming KPIs exact ("
+                    + Formats.count(days.stream().mapToLong(DayOutcome::windowsChanged).sum()) + " windows changed).");
+            return lines;
+        }
+        lines.add("What happened: " + arrived + " arrived after the day had closed"
+                + (heldBack > 0 ? ", sent by devices that had been offline for hours." : "."));
+        lines.add("The stream could not count them any more (those KPI windows were final) and kept them in late_events; "
+                + "reconcile recomputed the closed days from raw_events and folded them in:");
+        List<String> outcomes = days.stream().map(d -> d.windowsChanged() == 0
+                ? d.day() + " needed no change (" + Formats.count(d.lateRecords()) + " late records)"
+                : String.format(Locale.ROOT, "%s changed in %s of %s windows (%s late records folded in), volume drift %s (stream %s GB, truth %s GB)",
+                        d.day(), Formats.count(d.windowsChanged()), Formats.count(d.windows()), Formats.count(d.lateRecords()),
+                        percent(d.gbDriftRel()), gb(d.streamGb()), gb(d.batchGb()))).toList();
+        if (outcomes.size() <= 2) {
+            outcomes.forEach(o -> lines.add("  " + o));
+        } else {
+            lines.add("  " + String.join("; ", outcomes));
+        }
+        return lines;
+    }
+
+    static String gb(java.math.BigDecimal v) {
+        return v.setScale(3, java.math.RoundingMode.HALF_EVEN).toPlainString();
+    }
+
+    static String signedGb(java.math.BigDecimal v) {
+        return (v.signum() > 0 ? "+" : "") + gb(v);
+    }
+
+    /** A relative drift as a signed percentage; "n/a" when the truth is zero. */
+    static String percent(Double rel) {
+        return rel == null ? "n/a" : String.format(Locale.ROOT, "%+.2f%%", rel * 100);
     }
 
     /** A path as the user would type it: relative to the working directory when under it. */

@@ -9,6 +9,8 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -17,12 +19,17 @@ import org.apache.spark.sql.RowFactory;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import io.tidemark.generate.GeneratedMessage;
 import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.TrafficGenerator;
+import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Watermark;
-import io.tidemark.generate.TrafficSpec;
+import io.tidemark.reconcile.DayOutcome;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.ReconcileResult;
 import picocli.CommandLine;
 
 /** The launcher's pure parts: SQL splitting, tables, the checkpoint reader, day bookkeeping, specs. */
@@ -126,6 +133,93 @@ class LauncherPartsTest {
         new CommandLine(forever).parseArgs();
         assertThat(forever.spec("t", now).count()).isNull();
         assertThat(GenerateCommand.describe(forever.spec("t", now))).contains("until Ctrl-C");
+    }
+
+    @Test
+    void demoHoldsBackRecordsOfEachClosedDayOfTheBacklog() {
+        DemoCommand demo = new DemoCommand();
+        new CommandLine(demo).parseArgs();
+        // Before 06:00 UTC the default 30-hour backlog reaches into the day before yesterday.
+        TrafficSpec backlog = demo.backlogSpec("t", Instant.parse("2026-05-03T05:49:51Z"));
+        assertThat(backlog.eventClockStart()).isEqualTo(Instant.parse("2026-05-01T23:49:51Z"));
+        Instant watermark = Instant.parse("2026-05-03T05:39:48Z");
+
+        List<DemoCommand.HeldBack> held = DemoCommand.heldBackSpecs(backlog, ClosedDays.decidedBy(Watermark.of(watermark)), demo.offlineShare, demo.seed);
+        assertThat(held).extracting(DemoCommand.HeldBack::day)
+                .containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
+        // 1% of the backlog's records of each day: 609 s of 30 h gives 11, raised to the minimum; all of 2026-05-02 gives 1,600.
+        assertThat(held).extracting(h -> h.spec().count()).containsExactly((long) DemoCommand.MIN_HELD_BACK_PER_DAY, 1600L);
+        for (DemoCommand.HeldBack h : held) {
+            Instant dayEnd = h.day().plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant();
+            assertThat(dayEnd).isBeforeOrEqualTo(watermark); // closed: every record of it arrives late
+            Instant from = h.spec().eventClockStart();
+            assertThat(from).isEqualTo(h.day().atStartOfDay(ZoneOffset.UTC).toInstant().isAfter(backlog.eventClockStart())
+                    ? h.day().atStartOfDay(ZoneOffset.UTC).toInstant() : backlog.eventClockStart());
+            List<GeneratedMessage> messages = new ArrayList<>();
+            new TrafficGenerator(h.spec()).forEachRemaining(messages::add);
+            assertThat(messages).hasSize((int) (long) h.spec().count());
+            assertThat(messages).allSatisfy(m -> {
+                assertThat(m.kind()).isEqualTo(GeneratedMessage.Kind.ON_TIME);
+                assertThat(m.eventTime().orElseThrow()).isBetween(from, dayEnd.minusMillis(1));
+            });
+            assertThat(messages.get(messages.size() - 1).eventTime().orElseThrow()).isAfter(dayEnd.minus(Duration.ofMinutes(2)));
+            List<GeneratedMessage> again = new ArrayList<>();
+            new TrafficGenerator(h.spec()).forEachRemaining(again::add);
+            assertThat(again).isEqualTo(messages); // deterministic: the same records on every run
+        }
+
+        // A watermark short of a day's end leaves the day alone; no share, nothing held back.
+        assertThat(DemoCommand.heldBackSpecs(backlog, ClosedDays.decidedBy(Watermark.of(Instant.parse("2026-05-02T23:59:59.999Z"))), 0.01, 42))
+                .extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-01"));
+        assertThat(DemoCommand.heldBackSpecs(backlog, ClosedDays.decidedBy(Watermark.of(Instant.parse("2026-05-01T23:59:59Z"))), 0.01, 42)).isEmpty();
+        assertThat(DemoCommand.heldBackSpecs(backlog, ClosedDays.decidedBy(Watermark.of(watermark)), 0, 42)).isEmpty();
+
+        // After 06:00 the backlog starts yesterday: one closed day, 18 of its 30 hours.
+        TrafficSpec noon = demo.backlogSpec("t", Instant.parse("2026-05-03T12:00:00Z"));
+        List<DemoCommand.HeldBack> one = DemoCommand.heldBackSpecs(noon, ClosedDays.decidedBy(Watermark.of(Instant.parse("2026-05-03T11:50:00Z"))), 0.01, 42);
+        assertThat(one).extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-02"));
+        assertThat(one.get(0).spec().count()).isEqualTo(1200L);
+        assertThat(one.get(0).spec().eventClockStart()).isEqualTo(Instant.parse("2026-05-02T06:00:00Z"));
+
+        // Between 06:00 and 07:00 only the backlog's late records (up to 60 min behind its clock) reach the day before
+        // yesterday: a closed day with data, which gets the minimum over the part of it they reach.
+        TrafficSpec early = demo.backlogSpec("t", Instant.parse("2026-05-03T06:08:11Z"));
+        List<DemoCommand.HeldBack> two = DemoCommand.heldBackSpecs(early, ClosedDays.decidedBy(Watermark.of(Instant.parse("2026-05-03T05:58:08Z"))), 0.01, 42);
+        assertThat(two).extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
+        assertThat(two).extracting(h -> h.spec().count()).containsExactly((long) DemoCommand.MIN_HELD_BACK_PER_DAY, 1591L);
+        assertThat(two).extracting(h -> h.spec().eventClockStart())
+                .containsExactly(Instant.parse("2026-05-01T23:08:11Z"), Instant.parse("2026-05-02T00:08:11Z"));
+    }
+
+    @Test
+    void demoStoryTellsWhatReconcileFoldedInFromTheRun() {
+        LocalDate d1 = LocalDate.parse("2026-05-01");
+        LocalDate d2 = LocalDate.parse("2026-05-02");
+        DayOutcome sliver = new DayOutcome(d1, DayOutcome.Status.RECONCILED, 394, 24, 1237, 1262, new java.math.BigDecimal("40.534"),
+                new java.math.BigDecimal("41.300"), new java.math.BigDecimal("0.766"), 0.766 / 41.3, 25, 1, 100, null);
+        DayOutcome full = new DayOutcome(d2, DayOutcome.Status.RECONCILED, 46266, 1583, 159246, 160846, new java.math.BigDecimal("5659.535"),
+                new java.math.BigDecimal("5717.000"), new java.math.BigDecimal("57.465"), 57.465 / 5717.0, 1600, 1, 100, null);
+        ReconcileResult run = new ReconcileResult("r", Instant.EPOCH, java.util.Optional.empty(), DaySelection.range(d1, d2), false,
+                List.of(sliver, full));
+        Map<LocalDate, DemoCommand.LateOfDay> late = Map.of(d1, new DemoCommand.LateOfDay(25, 25), d2, new DemoCommand.LateOfDay(1600, 1600),
+                LocalDate.parse("2026-05-03"), new DemoCommand.LateOfDay(600, 0));
+
+        List<String> story = DemoCommand.story(run, late, 1625);
+        assertThat(story).hasSize(4);
+        assertThat(story.get(0)).isEqualTo("What happened: 25 records of 2026-05-01 and 1,600 of 2026-05-02 arrived after the day had closed, "
+                + "sent by devices that had been offline for hours.");
+        assertThat(story.get(1)).contains("late_events", "raw_events", "folded them in");
+        assertThat(story.get(2)).contains("2026-05-01 changed in 24 of 394 windows (25 late records folded in), volume drift +1.85%");
+        assertThat(story.get(3)).contains("2026-05-02 changed in 1,583 of 46,266 windows (1,600 late records folded in), volume drift +1.01%",
+                "stream 5659.535 GB, truth 5717.000 GB");
+
+        DayOutcome exact = new DayOutcome(d2, DayOutcome.Status.RECONCILED, 46266, 0, 159246, 159246, java.math.BigDecimal.ONE,
+                java.math.BigDecimal.ONE, java.math.BigDecimal.ZERO, 0.0, 0, 1, 100, null);
+        ReconcileResult quiet = new ReconcileResult("r", Instant.EPOCH, java.util.Optional.empty(), DaySelection.range(d2, d2), false,
+                List.of(exact));
+        assertThat(DemoCommand.story(quiet, Map.of(), 0)).containsExactly(
+                "No record reached 2026-05-02 after the day had closed, so reconcile found the streaming KPIs exact (0 windows changed).");
+        assertThat(DemoCommand.story(null, late, 0)).isEmpty();
     }
 
     @Test

@@ -184,6 +184,7 @@ class TidemarkCommandLineTest {
         assertBadInput(run("demo", "--live-seconds", "0"), "tidemark demo", "--live-seconds");
         assertBadInput(run("demo", "--rate", "0"), "tidemark demo", "--rate");
         assertBadInput(run("demo", "--backlog-events", "0"), "tidemark demo", "--backlog-events");
+        assertBadInput(run("demo", "--offline-share", "1.5"), "tidemark demo", "--offline-share");
         Files.writeString(dir.resolve("precious.txt"), "not a demo");
         assertBadInput(run("demo", "--dir", dir.toString()), "tidemark demo", "not empty", DemoCommand.MARKER);
         assertThat(dir.resolve("precious.txt")).exists();
