@@ -43,6 +43,9 @@ public final class TidemarkConfig {
         TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval."),
         STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
         MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", "500000", "Backpressure: at most this many Kafka records per micro-batch (0 = unlimited)."),
+        LEASE_TIMEOUT("stream.lease-timeout", "60 seconds", "One stream per lakehouse and checkpoint: a running stream renews its lease "
+                + "4 times per timeout; another start is refused while the lease lives. A stream that died on this host is taken over at once, "
+                + "one on another host once its lease is this old."),
         FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Stop with a clear message when Kafka offsets the stream had not read yet are gone (retention, deleteRecords, topic deleted and recreated); false = continue past the gap and record it in stream_gaps."),
         SPARK_MASTER("spark.master", "local[2]", "Spark master used when the launcher starts Spark itself (spark-submit passes its own)."),
         SHUFFLE_PARTITIONS("spark.shuffle-partitions", "2", "spark.sql.shuffle.partitions for both jobs."),
@@ -173,7 +176,7 @@ public final class TidemarkConfig {
     private void validate() {
         for (Key k : Key.values()) {
             switch (k) {
-                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE -> duration(k);
+                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT -> duration(k);
                 case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
                 case FAIL_ON_DATA_LOSS -> bool(k);
                 default -> {
@@ -186,6 +189,9 @@ public final class TidemarkConfig {
         Duration w = window();
         if (Duration.ofDays(1).toMillis() % w.toMillis() != 0) {
             throw new IllegalArgumentException("window must divide a day evenly so windows never straddle midnight; got " + get(Key.WINDOW));
+        }
+        if (leaseTimeout().compareTo(Duration.ofSeconds(4)) < 0) {
+            throw new IllegalArgumentException("stream.lease-timeout must be at least 4 seconds; got " + get(Key.LEASE_TIMEOUT));
         }
         if (lateness().isNegative()) {
             throw new IllegalArgumentException("lateness must not be negative; got " + get(Key.LATENESS));
@@ -220,6 +226,7 @@ public final class TidemarkConfig {
     public Duration clockSkew() { return duration(Key.CLOCK_SKEW); }
     public Duration maxEventAge() { return duration(Key.MAX_EVENT_AGE); }
     public Duration trigger() { return duration(Key.TRIGGER); }
+    public Duration leaseTimeout() { return duration(Key.LEASE_TIMEOUT); }
     public int maxMessageBytes() { return (int) positiveLong(Key.MAX_MESSAGE_BYTES, false); }
     public long maxOffsetsPerTrigger() { return positiveLong(Key.MAX_OFFSETS_PER_TRIGGER, true); }
     public String startingOffsets() { return get(Key.STARTING_OFFSETS); }

@@ -55,6 +55,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private transient java.util.Set<Table> alreadyCommitted = java.util.EnumSet.noneOf(Table.class);
     private transient OpenWindowKpis kpis;
     private transient ExecutorService writers;
+    /** The leases of the lakehouse and the checkpoint, checked before each batch writes. */
+    private transient List<StreamLease> leases = List.of();
 
     /** Told about every committed batch (the launcher's live status line). */
     public interface BatchListener {
@@ -81,6 +83,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         String queryId = spark.sparkContext().getLocalProperty("sql.streaming.queryId");
         if (queryId == null) {
             throw new IllegalStateException("MicroBatchWriter must run inside foreachBatch of a streaming query");
+        }
+        for (StreamLease lease : leases) {
+            lease.requireHeld();
         }
         WatermarkLedger.Position position = positionFor(spark, batchId, queryId);
         long watermarkMs = position.watermarkMs();
@@ -337,6 +342,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         v.put("freshness_ms", e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs());
         v.put(ClosedDays.COLUMN, ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs())).lastClosed().map(java.sql.Date::valueOf).orElse(null));
         return Lakehouse.row(Table.STREAM_PROGRESS, v);
+    }
+
+    /** The leases this writer's batches must hold ({@link StreamingJob} takes them). */
+    void holding(List<StreamLease> held) {
+        this.leases = List.copyOf(held);
     }
 
     /** Stops the writer threads; the query has stopped calling. */

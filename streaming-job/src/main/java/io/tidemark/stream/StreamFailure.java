@@ -71,7 +71,17 @@ public final class StreamFailure extends RuntimeException {
         if (t instanceof StreamFailure f) {
             return Optional.of(f);
         }
-        return incompatibleDefinition(t).or(() -> kafkaDataLoss(t, config)).or(() -> storage(t, config));
+        return incompatibleDefinition(t).or(() -> heldElsewhere(t)).or(() -> kafkaDataLoss(t, config)).or(() -> storage(t, config));
+    }
+
+    /** Another stream holds the lakehouse or the checkpoint ({@link StreamLease}): exit 2, nothing was written. */
+    public static Optional<StreamFailure> heldElsewhere(Throwable t) {
+        for (Throwable c = t; c != null; c = next(c)) {
+            if (c instanceof StreamLease.HeldElsewhereException e) {
+                return Optional.of(new StreamFailure(e.getMessage(), 2, t));
+            }
+        }
+        return Optional.empty();
     }
 
     /** The query definition changed incompatibly ({@link io.tidemark.lakehouse.QueryDefinition}). */

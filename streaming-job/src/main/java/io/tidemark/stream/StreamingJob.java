@@ -31,6 +31,7 @@ public final class StreamingJob {
     private final SparkSession spark;
     private final TidemarkConfig config;
     private final MicroBatchWriter writer;
+    private final java.util.List<StreamLease> leases = new java.util.ArrayList<>();
 
     public StreamingJob(SparkSession spark, TidemarkConfig config, MicroBatchWriter.BatchListener listener) {
         this.spark = spark;
@@ -57,6 +58,7 @@ public final class StreamingJob {
     /** Starts the query: continuous at the trigger interval, or draining what is there and stopping. */
     public StreamingQuery start(boolean availableNow) throws TimeoutException {
         checkBeforeStart();
+        takeLeases();
         Lakehouse.of(config).createAndRegister(spark);
         QueryDefinition.record(spark, config);
         // The batch is cached once and read by four writers; compressing the cache costs more than it saves here.
@@ -97,8 +99,28 @@ public final class StreamingJob {
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name);
     }
 
+    /**
+     * One stream per lakehouse and per checkpoint ({@link StreamLease}): refused at once, before
+     * anything is written, while another live stream holds either.
+     */
+    private void takeLeases() {
+        String app = spark.sparkContext().applicationId();
+        org.apache.hadoop.conf.Configuration hadoop = spark.sparkContext().hadoopConfiguration();
+        try {
+            leases.add(StreamLease.acquire(config.lakehouseUri(), "the lakehouse " + config.lakehouseUri(), app, config.leaseTimeout(), hadoop));
+            leases.add(StreamLease.acquire(config.checkpointUri(), "the checkpoint " + config.checkpointUri(), app, config.leaseTimeout(), hadoop));
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        writer.holding(leases);
+    }
+
+    /** Stops the writer and gives the leases back. */
     public void close() {
         writer.close();
+        leases.forEach(StreamLease::close);
+        leases.clear();
     }
 
     /** Entry point for spark-submit: arguments are {@code key=value} settings. */
