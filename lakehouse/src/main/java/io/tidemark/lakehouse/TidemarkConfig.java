@@ -49,7 +49,10 @@ public final class TidemarkConfig {
         FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Stop with a clear message when Kafka offsets the stream had not read yet are gone (retention, deleteRecords, topic deleted and recreated); false = continue past the gap and record it in stream_gaps."),
         SPARK_MASTER("spark.master", "local[2]", "Spark master used when the launcher starts Spark itself (spark-submit passes its own)."),
         SHUFFLE_PARTITIONS("spark.shuffle-partitions", "2", "spark.sql.shuffle.partitions for both jobs."),
-        RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default.");
+        RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default."),
+        VACUUM_RETENTION("maintain.vacuum-retention", "7 days", "tidemark maintain vacuums files no table version of the last this long "
+                + "needs. Below 7 days (Delta's safety minimum) only with --force: a stream replaying a batch, a reconcile or a query "
+                + "on an older version may still read them.");
 
         public final String name;
         public final String defaultValue;
@@ -176,7 +179,7 @@ public final class TidemarkConfig {
     private void validate() {
         for (Key k : Key.values()) {
             switch (k) {
-                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT -> duration(k);
+                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT, VACUUM_RETENTION -> duration(k);
                 case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
                 case FAIL_ON_DATA_LOSS -> bool(k);
                 default -> {
@@ -227,6 +230,7 @@ public final class TidemarkConfig {
     public Duration maxEventAge() { return duration(Key.MAX_EVENT_AGE); }
     public Duration trigger() { return duration(Key.TRIGGER); }
     public Duration leaseTimeout() { return duration(Key.LEASE_TIMEOUT); }
+    public Duration vacuumRetention() { return duration(Key.VACUUM_RETENTION); }
     public int maxMessageBytes() { return (int) positiveLong(Key.MAX_MESSAGE_BYTES, false); }
     public long maxOffsetsPerTrigger() { return positiveLong(Key.MAX_OFFSETS_PER_TRIGGER, true); }
     public String startingOffsets() { return get(Key.STARTING_OFFSETS); }

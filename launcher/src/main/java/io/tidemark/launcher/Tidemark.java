@@ -37,6 +37,7 @@ import picocli.CommandLine.Spec;
                 GenerateCommand.class,
                 StreamCommand.class,
                 ReconcileCommand.class,
+                MaintainCommand.class,
                 StatusCommand.class,
                 SqlCommand.class,
         })

@@ -1,0 +1,284 @@
+package io.tidemark.reconcile;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.first;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.sum;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.StorageCheck;
+import io.tidemark.lakehouse.TidemarkConfig;
+
+/**
+ * Keeps a long-running lakehouse fast to read: compacts the closed days of the partitioned tables
+ * and vacuums the files Delta no longer references.
+ *
+ * <p><b>Compaction</b> ({@code OPTIMIZE ... WHERE day IN (...)}) touches closed days only: the stream
+ * never writes their KPI rows again, and its appends to the other tables never conflict with a
+ * compaction (Delta's compaction changes no data). A conflict with a reconcile replacing the same
+ * day is retried ({@link CommitRetry}) and, if it keeps losing, reported for that table while the
+ * others go on. A day held in one file is left alone.
+ *
+ * <p><b>Vacuum</b> deletes files no version within the retention needs. A retention below Delta's
+ * safety minimum (the table's {@code delta.deletedFileRetentionDuration}, 7 days by default) could
+ * delete files that a running stream's replay, a reconcile in progress or an analyst's query on an
+ * older version still reads, so it is refused unless forced.
+ */
+public final class Maintenance {
+
+    /** The partitioned tables and the column that names their day. */
+    static final Map<Table, String> DAY_COLUMN = Map.of(Table.RAW_EVENTS, "event_date", Table.LATE_EVENTS, "event_date",
+            Table.KPI_5M, "event_date", Table.DEAD_LETTER, "arrival_date");
+    static final List<Table> ORDER = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M);
+    /** Delta's default safety minimum for vacuum. */
+    public static final Duration SAFE_RETENTION = Duration.ofDays(7);
+    private static final int DAYS_PER_COMMIT = 31;
+
+    /**
+     * @param vacuumRetention null: no vacuum
+     * @param force           vacuum below the safety minimum
+     */
+    public record Options(boolean dryRun, Duration vacuumRetention, boolean force) {
+    }
+
+    /** What maintenance did to one table (or, in a dry run, would do). */
+    public record TableReport(Table table, List<LocalDate> compactedDays, long filesBefore, long filesAfter, long bytesBefore, long bytesAfter,
+                              long filesVacuumed, long millis, String problem) {
+        public String line(boolean dryRun) {
+            String compacted = compactedDays.isEmpty() ? "no closed day to compact"
+                    : (dryRun ? "would compact " : "compacted ") + compactedDays.size() + " closed day" + (compactedDays.size() == 1 ? "" : "s")
+                    + " (" + compactedDays.get(0) + (compactedDays.size() > 1 ? " .. " + compactedDays.get(compactedDays.size() - 1) : "") + ")";
+            return String.format("maintain %-12s %s; files %,d -> %,d, bytes %,d -> %,d; vacuum: %s%s (%.1f s)", table.tableName(), compacted,
+                    filesBefore, filesAfter, bytesBefore, bytesAfter,
+                    filesVacuumed < 0 ? "skipped" : (dryRun ? "would delete " : "deleted ") + String.format("%,d", filesVacuumed) + " files",
+                    problem == null ? "" : "; PROBLEM: " + problem, millis / 1000.0);
+        }
+    }
+
+    private final SparkSession spark;
+    private final TidemarkConfig config;
+    private final Lakehouse lakehouse;
+    private final PrintStream out;
+    private final CommitRetry retry;
+
+    public Maintenance(SparkSession spark, TidemarkConfig config, PrintStream out, CommitRetry retry) {
+        this.spark = spark;
+        this.config = config;
+        this.lakehouse = Lakehouse.of(config);
+        this.out = out;
+        this.retry = retry;
+    }
+
+    /**
+     * Maintains every partitioned table, one after the other, printing a line per table.
+     *
+     * @throws ReconcileRefusedException the vacuum retention is below the safety minimum and not forced; nothing was done
+     */
+    public List<TableReport> run(Options options) {
+        if (options.vacuumRetention() != null && options.vacuumRetention().compareTo(SAFE_RETENTION) < 0 && !options.force()) {
+            throw new ReconcileRefusedException("a vacuum retention of " + hours(options.vacuumRetention()) + " hours is below Delta's safety "
+                    + "minimum of " + hours(SAFE_RETENTION) + " hours: it could delete files that a running stream replaying its last batch, a "
+                    + "reconcile in progress or an analyst's query on an older table version still reads. Keep at least "
+                    + hours(SAFE_RETENTION) + " hours, or add --force when nothing reads or writes these tables meanwhile");
+        }
+        if (!options.dryRun()) {
+            StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
+        }
+        ClosedDays closed = exists(Table.STREAM_PROGRESS) ? ClosedDays.load(spark, lakehouse) : ClosedDays.none();
+        out.println("maintain: " + closed + (options.dryRun() ? "; dry run: nothing will be written" : ""));
+        List<TableReport> reports = new ArrayList<>();
+        for (Table t : ORDER) {
+            if (!exists(t)) {
+                continue; // nothing written to it yet
+            }
+            TableReport r = maintain(t, closed, options);
+            reports.add(r);
+            out.println(r.line(options.dryRun()));
+            out.flush();
+        }
+        return reports;
+    }
+
+    private TableReport maintain(Table table, ClosedDays closed, Options options) {
+        long t0 = System.currentTimeMillis();
+        String day = DAY_COLUMN.get(table);
+        Map<LocalDate, long[]> before = filesByDay(table, day);
+        List<LocalDate> toCompact = before.entrySet().stream()
+                .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1)
+                .map(Map.Entry::getKey).sorted().collect(Collectors.toList());
+        String problem = null;
+        if (!options.dryRun()) {
+            for (int i = 0; i < toCompact.size() && problem == null; i += DAYS_PER_COMMIT) {
+                List<LocalDate> chunk = toCompact.subList(i, Math.min(toCompact.size(), i + DAYS_PER_COMMIT));
+                String where = day + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
+                try {
+                    retry.run(chunk.get(0), "compacting " + table.tableName(), () -> spark.sql("OPTIMIZE " + lakehouse.ref(table) + " WHERE " + where));
+                } catch (ReconcileFailedException e) {
+                    problem = e.getMessage();
+                }
+            }
+        }
+        Map<LocalDate, long[]> after = options.dryRun() ? before : filesByDay(table, day);
+        long filesVacuumed = options.vacuumRetention() == null ? -1 : vacuum(table, options);
+        return new TableReport(table, toCompact, total(before, 0), total(after, 0), total(before, 1), total(after, 1), filesVacuumed,
+                System.currentTimeMillis() - t0, problem);
+    }
+
+    /** Files and bytes per day of the table's current version, from the files' own metadata (no data read). */
+    private Map<LocalDate, long[]> filesByDay(Table table, String day) {
+        Map<LocalDate, long[]> out = new TreeMap<>();
+        List<Row> rows = spark.read().format("delta").load(lakehouse.path(table))
+                .select(col(day), col("_metadata.file_path").as("file"), col("_metadata.file_size").as("size"))
+                .groupBy(col(day), col("file")).agg(first(col("size")).as("size"))
+                .groupBy(col(day)).agg(count(lit(1)), sum(col("size")))
+                .collectAsList();
+        for (Row r : rows) {
+            out.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.isNullAt(2) ? 0 : r.getLong(2)});
+        }
+        return out;
+    }
+
+    private long vacuum(Table table, Options options) {
+        if (dataFilesOnDisk(table) == 0) {
+            return 0; // an empty table: nothing to list
+        }
+        boolean belowSafety = options.vacuumRetention().compareTo(SAFE_RETENTION) < 0;
+        String key = "spark.databricks.delta.retentionDurationCheck.enabled";
+        String previous = spark.conf().get(key, "true");
+        // Vacuum lists the table's files in this many tasks (Spark's default, 10,000, is for clusters:
+        // on a small one the task overhead is most of the vacuum's time).
+        String listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism";
+        String previousListing = spark.conf().get(listing, "10000");
+        try {
+            spark.conf().set(listing, String.valueOf(Math.max(8, 4 * spark.sparkContext().defaultParallelism())));
+            if (belowSafety) {
+                spark.conf().set(key, "false"); // forced: the caller was told why this is unsafe
+            }
+            String sql = "VACUUM " + lakehouse.ref(table) + " RETAIN " + hours(options.vacuumRetention()) + " HOURS";
+            if (options.dryRun()) {
+                return spark.sql(sql + " DRY RUN").count();
+            }
+            long before = dataFilesOnDisk(table);
+            spark.sql(sql).collect();
+            return before - dataFilesOnDisk(table);
+        } finally {
+            spark.conf().set(key, previous);
+            spark.conf().set(listing, previousListing);
+        }
+    }
+
+    private boolean exists(Table table) {
+        return io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(table));
+    }
+
+    /** Parquet files under the table's directory, referenced or not (what vacuum deletes from). */
+    private long dataFilesOnDisk(Table table) {
+        try {
+            org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(lakehouse.path(table));
+            org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(spark.sparkContext().hadoopConfiguration());
+            long n = 0;
+            for (var it = fs.listFiles(root, true); it.hasNext(); ) {
+                org.apache.hadoop.fs.Path p = it.next().getPath();
+                if (p.getName().endsWith(".parquet") && !p.toString().contains("/_delta_log/")) {
+                    n++;
+                }
+            }
+            return n;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot list " + lakehouse.path(table), e);
+        }
+    }
+
+    private static long total(Map<LocalDate, long[]> byDay, int i) {
+        return byDay.values().stream().mapToLong(v -> v[i]).sum();
+    }
+
+    /** Whole hours, rounded up: a retention is never shortened by rounding. */
+    private static long hours(Duration d) {
+        return (d.toMinutes() + 59) / 60;
+    }
+
+    static final String USAGE = """
+            Usage: spark-submit --class io.tidemark.reconcile.Maintenance tidemark-spark-jobs.jar [--dry-run] [--no-vacuum] [--force] [key=value ...]
+            Compact the closed days of raw_events, late_events, dead_letter and kpi_5m, then vacuum files older than
+            maintain.vacuum-retention (default 7 days, Delta's safety minimum; below it only with --force).
+              --dry-run     print what would be done, write nothing
+              --no-vacuum   compact only
+              --force       allow a vacuum retention below 7 days (only when nothing reads or writes the tables)
+              key=value     a setting, e.g. lakehouse=/data/lakehouse; settings:
+            """;
+
+    /** Entry point for spark-submit. Exit status 2 on bad input, 1 when a table could not be maintained. */
+    public static void main(String[] args) {
+        TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
+        boolean dryRun = false;
+        boolean vacuum = true;
+        boolean force = false;
+        TidemarkConfig config;
+        try {
+            for (String a : args) {
+                switch (a) {
+                    case "--help", "-h" -> {
+                        System.out.print(USAGE + TidemarkConfig.describeKeys());
+                        return;
+                    }
+                    case "--dry-run" -> dryRun = true;
+                    case "--no-vacuum" -> vacuum = false;
+                    case "--force" -> force = true;
+                    default -> {
+                        int eq = a.indexOf('=');
+                        if (a.startsWith("-") || eq <= 0) {
+                            throw new ReconcileRefusedException("argument '" + a + "' is neither an option (--dry-run, --no-vacuum, --force, "
+                                    + "--help) nor a key=value setting");
+                        }
+                        b.set(a.substring(0, eq), a.substring(eq + 1));
+                    }
+                }
+            }
+            config = b.build();
+        } catch (IllegalArgumentException e) {
+            System.err.println("tidemark maintain: " + CommitRetry.oneLine(e));
+            System.exit(2);
+            return;
+        }
+        SparkSession spark = io.tidemark.lakehouse.SparkSessions.create(config, "tidemark-maintain");
+        int status = 0;
+        String message = null;
+        try {
+            List<TableReport> reports = new Maintenance(spark, config, System.out, CommitRetry.defaults())
+                    .run(new Options(dryRun, vacuum ? config.vacuumRetention() : null, force));
+            if (reports.stream().anyMatch(r -> r.problem() != null)) {
+                status = 1;
+                message = "some tables could not be compacted; see the PROBLEM lines above and run maintain again";
+            }
+        } catch (ReconcileRefusedException e) {
+            status = 2;
+            message = CommitRetry.oneLine(e);
+        } catch (RuntimeException e) {
+            e.printStackTrace();
+            status = 1;
+            message = CommitRetry.oneLine(e);
+        } finally {
+            spark.stop();
+        }
+        if (status != 0) {
+            System.err.println("tidemark maintain: " + message);
+            System.exit(status);
+        }
+    }
+}
