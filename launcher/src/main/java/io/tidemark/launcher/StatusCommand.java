@@ -47,6 +47,7 @@ final class StatusCommand extends TidemarkCommand {
             LakehouseFigures f = LakehouseFigures.read(spark, lakehouse, batches);
             print(f);
             printGaps(spark, lakehouse);
+            printTables(spark, lakehouse, f.closed());
         } finally {
             spark.stop();
         }
@@ -93,6 +94,19 @@ final class StatusCommand extends TidemarkCommand {
                 j.add(d + " (raw " + Formats.count(c.rawRecords()) + " vs kpi " + Formats.count(c.kpiRecords()) + ")");
             }
             say("dirty days  %d: %s%s; reconcile them to fold the late records in", dirty.size(), dirty.size() > 8 ? "... " : "", j);
+        }
+    }
+
+    /** Per table: files, bytes, log commits since Delta's last checkpoint, and what compaction has left ({@code tidemark maintain}). */
+    private void printTables(SparkSession spark, Lakehouse lakehouse, io.tidemark.lakehouse.ClosedDays closed) {
+        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+            if (!io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t))) {
+                continue;
+            }
+            io.tidemark.reconcile.Maintenance.TableState s = io.tidemark.reconcile.Maintenance.state(spark, lakehouse, t, closed);
+            say("table       %-16s %s files, %s bytes, %s commits since the last log checkpoint%s", t.tableName(), Formats.count(s.files()),
+                    Formats.count(s.bytes()), Formats.count(s.commitsSinceCheckpoint()),
+                    s.oldestUncompacted().map(d -> "; closed days not compacted since " + d + " (tidemark maintain)").orElse(""));
         }
     }
 

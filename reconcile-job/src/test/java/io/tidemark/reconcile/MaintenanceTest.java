@@ -103,6 +103,12 @@ class MaintenanceTest {
         String rowsBefore = figures();
         long versionBefore = DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history(1).first().getLong(0);
 
+        ClosedDays closed = ClosedDays.load(spark, lakehouse);
+        long versions = DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history().count();
+        assertThat(Maintenance.state(spark, lakehouse, Table.RAW_EVENTS, closed))
+                .isEqualTo(new Maintenance.TableState(Table.RAW_EVENTS, 2L * APPENDS, Maintenance.state(spark, lakehouse, Table.RAW_EVENTS, closed).bytes(),
+                        versions, java.util.Optional.of(CLOSED)));
+
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         List<Maintenance.TableReport> dry = maintenance(out).run(new Maintenance.Options(true, Duration.ofDays(7), false));
         assertThat(dry.get(0).table()).isEqualTo(Table.RAW_EVENTS);
@@ -124,6 +130,10 @@ class MaintenanceTest {
         assertThat(done.get(0).problem()).isNull();
         assertThat(files(CLOSED)).isEqualTo(1);
         assertThat(files(OPEN)).isEqualTo(APPENDS);
+        Maintenance.TableState compacted = Maintenance.state(spark, lakehouse, Table.RAW_EVENTS, closed);
+        assertThat(compacted.files()).isEqualTo(1L + APPENDS);
+        assertThat(compacted.oldestUncompacted()).isEmpty();
+        assertThat(compacted.commitsSinceCheckpoint()).isEqualTo(DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history().count());
         assertThat(figures()).isEqualTo(rowsBefore);
         assertThat(done.stream().filter(r -> r.table() != Table.RAW_EVENTS).mapToLong(r -> r.compactedDays().size()).sum()).isZero();
 
