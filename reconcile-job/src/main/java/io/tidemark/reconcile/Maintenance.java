@@ -196,8 +196,9 @@ public final class Maintenance {
     }
 
     private long vacuum(Table table, Options options) {
-        if (dataFilesOnDisk(table) == 0) {
-            return 0; // an empty table: nothing to list
+        long before = dataFilesOnDisk(table);
+        if (before == 0) {
+            return 0; // an empty table: nothing to vacuum
         }
         boolean belowSafety = options.vacuumRetention().compareTo(SAFE_RETENTION) < 0;
         String key = "spark.databricks.delta.retentionDurationCheck.enabled";
@@ -215,7 +216,6 @@ public final class Maintenance {
             if (options.dryRun()) {
                 return spark.sql(sql + " DRY RUN").count();
             }
-            long before = dataFilesOnDisk(table);
             spark.sql(sql).collect();
             return before - dataFilesOnDisk(table);
         } finally {
@@ -294,33 +294,15 @@ public final class Maintenance {
             }
             config = b.build();
         } catch (IllegalArgumentException e) {
-            System.err.println("tidemark maintain: " + CommitRetry.oneLine(e));
-            System.exit(2);
+            BatchJobMain.refuseArguments("maintain", e);
             return;
         }
-        SparkSession spark = io.tidemark.lakehouse.SparkSessions.create(config, "tidemark-maintain");
-        int status = 0;
-        String message = null;
-        try {
-            List<TableReport> reports = new Maintenance(spark, config, System.out, CommitRetry.defaults())
-                    .run(new Options(dryRun, vacuum ? config.vacuumRetention() : null, force));
-            if (reports.stream().anyMatch(r -> r.problem() != null)) {
-                status = 1;
-                message = "some tables could not be compacted; see the PROBLEM lines above and run maintain again";
-            }
-        } catch (ReconcileRefusedException e) {
-            status = 2;
-            message = CommitRetry.oneLine(e);
-        } catch (RuntimeException e) {
-            e.printStackTrace();
-            status = 1;
-            message = CommitRetry.oneLine(e);
-        } finally {
-            spark.stop();
-        }
-        if (status != 0) {
-            System.err.println("tidemark maintain: " + message);
-            System.exit(status);
-        }
+        Options options = new Options(dryRun, vacuum ? config.vacuumRetention() : null, force);
+        TidemarkConfig settings = config;
+        BatchJobMain.run("maintain", settings, spark -> {
+            List<TableReport> reports = new Maintenance(spark, settings, System.out, CommitRetry.defaults()).run(options);
+            return reports.stream().anyMatch(r -> r.problem() != null)
+                    ? "some tables could not be compacted; see the PROBLEM lines above and run maintain again" : null;
+        });
     }
 }

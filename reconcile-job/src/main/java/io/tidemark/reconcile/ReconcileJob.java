@@ -38,7 +38,6 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
@@ -314,36 +313,16 @@ public final class ReconcileJob {
         try {
             a = ReconcileArguments.parse(args, System.getenv());
         } catch (IllegalArgumentException e) {
-            System.err.println("tidemark reconcile: " + CommitRetry.oneLine(e));
-            System.exit(2);
+            BatchJobMain.refuseArguments("reconcile", e);
             return;
         }
         if (a.help()) {
             System.out.print(ReconcileArguments.usage());
             return;
         }
-        SparkSession spark = SparkSessions.create(a.config(), "tidemark-reconcile");
-        int status = 0;
-        String message = null;
-        try {
+        BatchJobMain.run("reconcile", a.config(), spark -> {
             new ReconcileJob(spark, a.config()).run(a.selection(), a.dryRun(), a.runId());
-        } catch (ReconcileRefusedException e) {
-            status = 2;
-            message = CommitRetry.oneLine(e);
-        } catch (StorageCheck.StorageUnavailableException e) {
-            status = 1;
-            message = e.getMessage();
-        } catch (RuntimeException e) {
-            e.printStackTrace();
-            status = 1;
-            message = CommitRetry.oneLine(e);
-        } finally {
-            spark.stop();
-        }
-        if (status != 0) {
-            // Last, after Spark's own shutdown output: the line an operator (or Airflow's log tail) sees.
-            System.err.println("tidemark reconcile: " + message);
-            System.exit(status);
-        }
+            return null;
+        });
     }
 }
