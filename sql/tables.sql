@@ -1,6 +1,22 @@
 -- Tidemark's Delta tables. ${lakehouse} is replaced by the lakehouse root at start-up;
 -- the launcher, both jobs and the tests create and register the tables from this file only.
 -- All times are UTC. Statements are separated by a line holding only ';'.
+--
+-- The tables the stream writes on every micro-batch (raw_events, kpi_5m, late_events, dead_letter,
+-- stream_progress) take about 8,640 commits a day at the default 10 s trigger, so they set three Delta
+-- properties explicitly (LakehouseTablesTest checks that the five agree; the stream applies them to
+-- tables created before they were declared):
+--   delta.checkpointInterval = 10: a writer that lists files (the stream's replacement of kpi_5m's open
+--     windows, reconcile, maintain) rebuilds the table state from the last checkpoint plus the commits
+--     after it; 10 bounds that replay at 10 small JSON files (bench/RESULTS.md, long haul).
+--   delta.logRetentionDuration = 7 days: the log keeps commits this long (Delta deletes older ones when
+--     it writes a checkpoint). Delta's default of 30 days would keep ~260,000 commit files per table,
+--     and every log listing walks them; 7 days matches the files' retention below, so time travel
+--     reaches back the same 7 days for log and data.
+--   delta.deletedFileRetentionDuration = 7 days: files a commit removed (the stream's replaced open
+--     windows, compaction's inputs) stay on disk, and as tombstones in each checkpoint, this long:
+--     what tidemark maintain's vacuum keeps (maintain.vacuum-retention) so a stream replaying a
+--     batch, a reconcile in progress or a query on an older version never loses a file it reads.
 
 CREATE DATABASE IF NOT EXISTS tidemark
 ;
@@ -22,7 +38,10 @@ CREATE TABLE IF NOT EXISTS tidemark.raw_events (
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/raw_events'
 -- Statistics only where queries filter: collecting them for every column costs time on each append.
-TBLPROPERTIES ('delta.dataSkippingStatsColumns' = 'event_ts,cell_site_id,kafka_partition,kafka_offset,batch_id')
+TBLPROPERTIES ('delta.dataSkippingStatsColumns' = 'event_ts,cell_site_id,kafka_partition,kafka_offset,batch_id',
+  'delta.checkpointInterval' = '10',
+  'delta.logRetentionDuration' = 'interval 7 days',
+  'delta.deletedFileRetentionDuration' = 'interval 7 days')
 ;
 -- Windowed KPIs, one row per (window, cell).
 CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
@@ -41,6 +60,10 @@ CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
 ) USING delta
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/kpi_5m'
+TBLPROPERTIES (
+  'delta.checkpointInterval' = '10',
+  'delta.logRetentionDuration' = 'interval 7 days',
+  'delta.deletedFileRetentionDuration' = 'interval 7 days')
 ;
 -- Records that arrived after their window had closed: captured here instead of being dropped.
 CREATE TABLE IF NOT EXISTS tidemark.late_events (
@@ -61,6 +84,10 @@ CREATE TABLE IF NOT EXISTS tidemark.late_events (
 ) USING delta
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/late_events'
+TBLPROPERTIES (
+  'delta.checkpointInterval' = '10',
+  'delta.logRetentionDuration' = 'interval 7 days',
+  'delta.deletedFileRetentionDuration' = 'interval 7 days')
 ;
 -- Invalid records with the reason they were refused. Partitioned by arrival date.
 CREATE TABLE IF NOT EXISTS tidemark.dead_letter (
@@ -79,6 +106,10 @@ CREATE TABLE IF NOT EXISTS tidemark.dead_letter (
 ) USING delta
 PARTITIONED BY (arrival_date)
 LOCATION '${lakehouse}/dead_letter'
+TBLPROPERTIES (
+  'delta.checkpointInterval' = '10',
+  'delta.logRetentionDuration' = 'interval 7 days',
+  'delta.deletedFileRetentionDuration' = 'interval 7 days')
 ;
 -- One row per micro-batch, written after every other table of the batch has committed.
 -- Small, so not partitioned.
@@ -103,6 +134,10 @@ CREATE TABLE IF NOT EXISTS tidemark.stream_progress (
   last_closed_day   DATE               COMMENT 'decided by the stream: every UTC day up to this one is closed (its end <= next_watermark); null while none is'
 ) USING delta
 LOCATION '${lakehouse}/stream_progress'
+TBLPROPERTIES (
+  'delta.checkpointInterval' = '10',
+  'delta.logRetentionDuration' = 'interval 7 days',
+  'delta.deletedFileRetentionDuration' = 'interval 7 days')
 ;
 -- Kafka offsets the stream should have read but could not, one row per gap and partition. Written
 -- only with stream.fail-on-data-loss=false (the default stops the stream instead), in the same
@@ -143,4 +178,18 @@ CREATE TABLE IF NOT EXISTS tidemark.reconcile_report (
 ) USING delta
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/reconcile_report'
+;
+-- Days that tidemark maintain deleted from a table under data retention (retention.*-days), one row per
+-- table, day and removal, written before the delete commits. A day whose raw_events are listed here can
+-- no longer be recomputed: reconcile refuses it and leaves it out of --dirty. Small, not partitioned.
+CREATE TABLE IF NOT EXISTS tidemark.expired_days (
+  table_name       STRING    NOT NULL,
+  day              DATE      NOT NULL COMMENT 'event_date (arrival_date for dead_letter) of the deleted partition',
+  rows_removed     BIGINT    NOT NULL COMMENT 'rows of the day when the removal was decided',
+  files_removed    BIGINT    NOT NULL,
+  retention_days   INT       NOT NULL COMMENT 'the retention.*-days setting that expired it',
+  last_closed_day  DATE      NOT NULL COMMENT 'the last closed day it was counted back from',
+  removed_at       TIMESTAMP NOT NULL
+) USING delta
+LOCATION '${lakehouse}/expired_days'
 ;

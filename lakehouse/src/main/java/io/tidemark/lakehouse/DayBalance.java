@@ -71,10 +71,14 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         return Collections.unmodifiableNavigableMap(out);
     }
 
-    /** The closed days among {@code balances} that are dirty, oldest first: the one rule for "dirty day". */
-    public static List<LocalDate> dirtyDays(NavigableMap<LocalDate, DayBalance> balances, ClosedDays closed) {
+    /**
+     * The closed days among {@code balances} that are dirty and can still be reconciled, oldest first:
+     * the one rule for "dirty day". A day whose raw events retention deleted is left out: late records
+     * that arrive for it unbalance it, but it can no longer be recomputed ({@link ExpiredDays}).
+     */
+    public static List<LocalDate> dirtyDays(NavigableMap<LocalDate, DayBalance> balances, ClosedDays closed, ExpiredDays expired) {
         return balances.values().stream()
-                .filter(b -> closed.isClosed(b.day()) && b.isDirty())
+                .filter(b -> closed.isClosed(b.day()) && b.isDirty() && !expired.isSealed(b.day()))
                 .map(DayBalance::day)
                 .collect(Collectors.toList());
     }

@@ -20,7 +20,7 @@ public final class Lakehouse {
 
     /** The tables of sql/tables.sql. */
     public enum Table {
-        RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT;
+        RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT, EXPIRED_DAYS;
 
         public String tableName() {
             return name().toLowerCase(Locale.ROOT);
@@ -86,6 +86,53 @@ public final class Lakehouse {
             spark.sql(statement);
         }
     }
+
+    /**
+     * Sets the Delta properties {@code sql/tables.sql} declares on tables created before it declared
+     * them (or with other values); a table that has them already is not touched. A property change
+     * conflicts with every concurrent commit to the table, so only the stream calls this, at start-up,
+     * holding its lease and before its first batch.
+     */
+    public void applyDeclaredProperties(SparkSession spark) {
+        for (Table table : Table.values()) {
+            java.util.Map<String, String> declared = declaredProperties(table);
+            if (declared.isEmpty()) {
+                continue;
+            }
+            Row detail = spark.sql("DESCRIBE DETAIL " + ref(table)).first();
+            java.util.Map<String, String> current = detail.getJavaMap(detail.fieldIndex("properties"));
+            List<String> changes = new ArrayList<>();
+            declared.forEach((k, v) -> {
+                if (!v.equals(current.get(k))) {
+                    changes.add("'" + k + "' = '" + v + "'");
+                }
+            });
+            if (!changes.isEmpty()) {
+                spark.sql("ALTER TABLE " + ref(table) + " SET TBLPROPERTIES (" + String.join(", ", changes) + ")");
+            }
+        }
+    }
+
+    /** The {@code TBLPROPERTIES} that {@code sql/tables.sql} declares for a table, in declaration order (empty when none). */
+    public static java.util.Map<String, String> declaredProperties(Table table) {
+        for (String statement : new Lakehouse("").statements("tables.sql")) {
+            java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
+            if (m.find() && m.group(1).equalsIgnoreCase(table.tableName())) {
+                java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+                int at = statement.indexOf("TBLPROPERTIES (");
+                if (at >= 0) {
+                    java.util.regex.Matcher kv = PROPERTY.matcher(statement.substring(at));
+                    while (kv.find()) {
+                        out.put(kv.group(1), kv.group(2));
+                    }
+                }
+                return out;
+            }
+        }
+        throw new IllegalStateException("sql/tables.sql declares no table " + table.tableName());
+    }
+
+    private static final java.util.regex.Pattern PROPERTY = java.util.regex.Pattern.compile("'([^']+)'\\s*=\\s*'([^']*)'");
 
     /**
      * Brings a table written by an earlier version up to sql/tables.sql: a nullable column the

@@ -40,7 +40,7 @@ public final class TidemarkConfig {
                 + "(PAST_EVENT_TIME): catches epoch-zero and year-1 clocks; at most 36500 days. Late records younger than this are kept. "
                 + "May change between runs (applies to records read from then on), not while a batch is pending replay."),
         MAX_MESSAGE_BYTES("max-message-bytes", "65536", "Messages larger than this go to dead_letter as OVERSIZED. May change between runs (applies to records read from then on), not while a batch is pending replay."),
-        TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval."),
+        TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval; 0 runs micro-batches back to back."),
         STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
         MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", "500000", "Backpressure: at most this many Kafka records per micro-batch (0 = unlimited)."),
         LEASE_TIMEOUT("stream.lease-timeout", "60 seconds", "One stream per lakehouse and checkpoint: a running stream renews its lease "
@@ -52,7 +52,13 @@ public final class TidemarkConfig {
         RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default."),
         VACUUM_RETENTION("maintain.vacuum-retention", "7 days", "tidemark maintain vacuums files no table version of the last this long "
                 + "needs. Below 7 days (Delta's safety minimum) only with --force: a stream replaying a batch, a reconcile or a query "
-                + "on an older version may still read them.");
+                + "on an older version may still read them."),
+        RETENTION_RAW_DAYS("retention.raw-days", "0", "tidemark maintain deletes raw_events days this many days or more before the last "
+                + "closed day, once reconciled and not dirty; 0 = keep every day. Such a day can no longer be reconciled (see expired_days)."),
+        RETENTION_LATE_DAYS("retention.late-days", "0", "The same for late_events (reconciled, not dirty days only); 0 = keep every day."),
+        RETENTION_DEAD_LETTER_DAYS("retention.dead-letter-days", "0", "The same for dead_letter, by arrival_date (closed days only); 0 = keep every day."),
+        RETENTION_KPI_DAYS("retention.kpi-days", "0", "The same for kpi_5m, only for days whose raw_events are already deleted (else reconcile "
+                + "would rebuild them): needs retention.raw-days, and at least as many days; 0 = keep every day.");
 
         public final String name;
         public final String defaultValue;
@@ -193,6 +199,16 @@ public final class TidemarkConfig {
         if (Duration.ofDays(1).toMillis() % w.toMillis() != 0) {
             throw new IllegalArgumentException("window must divide a day evenly so windows never straddle midnight; got " + get(Key.WINDOW));
         }
+        int raw = retentionDays(Lakehouse.Table.RAW_EVENTS);
+        int kpi = retentionDays(Lakehouse.Table.KPI_5M);
+        if (kpi > 0 && (raw == 0 || kpi < raw)) {
+            throw new IllegalArgumentException("retention.kpi-days (" + kpi + ") needs retention.raw-days set and at most as large (it is "
+                    + raw + "): KPI rows are only deleted for days whose raw events are gone, or reconcile would rebuild them");
+        }
+        trigger();
+        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+            retentionDays(t);
+        }
         if (leaseTimeout().compareTo(Duration.ofSeconds(4)) < 0) {
             throw new IllegalArgumentException("stream.lease-timeout must be at least 4 seconds; got " + get(Key.LEASE_TIMEOUT));
         }
@@ -239,6 +255,18 @@ public final class TidemarkConfig {
     public int shufflePartitions() { return (int) positiveLong(Key.SHUFFLE_PARTITIONS, false); }
     public int reconcileRecentDays() { return (int) positiveLong(Key.RECONCILE_RECENT_DAYS, false); }
 
+    /** Days of a table that {@code tidemark maintain} keeps before the last closed day; 0 = every day. */
+    public int retentionDays(Lakehouse.Table table) {
+        Key k = switch (table) {
+            case RAW_EVENTS -> Key.RETENTION_RAW_DAYS;
+            case LATE_EVENTS -> Key.RETENTION_LATE_DAYS;
+            case DEAD_LETTER -> Key.RETENTION_DEAD_LETTER_DAYS;
+            case KPI_5M -> Key.RETENTION_KPI_DAYS;
+            default -> null;
+        };
+        return k == null ? 0 : (int) Math.min(36_500, positiveLong(k, true));
+    }
+
     private static final Pattern HUMAN_DURATION = Pattern.compile(
             "(\\d+)\\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)", Pattern.CASE_INSENSITIVE);
 
@@ -264,7 +292,7 @@ public final class TidemarkConfig {
     private Duration duration(Key k) {
         try {
             Duration d = parseDuration(get(k));
-            if (d.isNegative() || (d.isZero() && k != Key.LATENESS && k != Key.CLOCK_SKEW)) {
+            if (d.isNegative() || (d.isZero() && k != Key.LATENESS && k != Key.CLOCK_SKEW && k != Key.TRIGGER)) {
                 throw new IllegalArgumentException("must be positive");
             }
             return d;

@@ -82,6 +82,15 @@ class LakehouseTablesTest {
 
         lakehouse.createAndRegister(spark);
         assertThat(spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS)).columns()).contains(ClosedDays.COLUMN);
+        // The stream sets the declared Delta properties on a table created before they were declared, once.
+        assertThat(properties(lakehouse, Table.STREAM_PROGRESS)).doesNotContainKey("delta.logRetentionDuration");
+        lakehouse.applyDeclaredProperties(spark);
+        assertThat(properties(lakehouse, Table.STREAM_PROGRESS)).containsAllEntriesOf(Lakehouse.declaredProperties(Table.STREAM_PROGRESS));
+        long version = io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(Table.STREAM_PROGRESS)).history(1).first().getLong(0);
+        lakehouse.applyDeclaredProperties(spark);
+        assertThat(io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(Table.STREAM_PROGRESS)).history(1).first().getLong(0))
+                .as("nothing to change: no commit").isEqualTo(version);
+        assertThat(properties(lakehouse, Table.RAW_EVENTS)).as("created with them").containsAllEntriesOf(Lakehouse.declaredProperties(Table.RAW_EVENTS));
         assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).isEmpty();
 
         // Batch 2 decided 2026-11-28 but finished "before" batch 1 by the wall clock (a clock step):
@@ -94,6 +103,23 @@ class LakehouseTablesTest {
         // Readers take the recorded decision as it is; they do not decide again from the watermark.
         append(lakehouse, 3, Instant.parse("2026-11-30T06:00:00Z"), Instant.parse("2026-12-01T11:00:00Z"), LocalDate.parse("2026-11-28"));
         assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).contains(LocalDate.parse("2026-11-28"));
+    }
+
+    private static Map<String, String> properties(Lakehouse lakehouse, Table table) {
+        org.apache.spark.sql.Row detail = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).first();
+        return detail.getJavaMap(detail.fieldIndex("properties"));
+    }
+
+    @Test
+    void theTablesTheStreamWritesEveryBatchDeclareTheSameLogProperties() {
+        Map<String, String> expected = Map.of("delta.checkpointInterval", "10", "delta.logRetentionDuration", "interval 7 days",
+                "delta.deletedFileRetentionDuration", "interval 7 days");
+        for (Table t : java.util.List.of(Table.RAW_EVENTS, Table.KPI_5M, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.STREAM_PROGRESS)) {
+            assertThat(Lakehouse.declaredProperties(t)).as(t.tableName()).containsAllEntriesOf(expected);
+        }
+        assertThat(Lakehouse.declaredProperties(Table.RAW_EVENTS)).containsEntry("delta.dataSkippingStatsColumns",
+                "event_ts,cell_site_id,kafka_partition,kafka_offset,batch_id");
+        assertThat(Lakehouse.declaredProperties(Table.STREAM_GAPS)).isEmpty();
     }
 
     private static void append(Lakehouse lakehouse, long batchId, Instant nextWatermark, Instant finished) {

@@ -15,6 +15,7 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 
@@ -24,10 +25,11 @@ import io.tidemark.lakehouse.Lakehouse.Table;
  *
  * @param recent the newest stream_progress rows by finished_at, newest first (for display)
  * @param closed the stream's decision on closed days (from the row with the highest batch id)
- * @param days   raw and KPI record counts per event day
+ * @param days    raw and KPI record counts per event day
+ * @param expired the days data retention deleted
  */
 record LakehouseFigures(List<ProgressRow> recent, ClosedDays closed, long rawEvents, long rawLate, long lateEvents, long deadLetters,
-                        long kpiRows, long kpiFinalRows, NavigableMap<LocalDate, DayBalance> days) {
+                        long kpiRows, long kpiFinalRows, NavigableMap<LocalDate, DayBalance> days, ExpiredDays expired) {
 
     /** Whether the stream has written anything here (checked without Spark when the lakehouse is local). */
     static boolean progressTableExists(Lakehouse lakehouse) {
@@ -50,7 +52,8 @@ record LakehouseFigures(List<ProgressRow> recent, ClosedDays closed, long rawEve
         NavigableMap<LocalDate, DayBalance> days = DayBalance.load(spark, lakehouse, null, null);
         long raw = days.values().stream().mapToLong(DayBalance::rawRecords).sum();
         long rawLate = days.values().stream().mapToLong(DayBalance::lateRecords).sum();
-        return new LakehouseFigures(recent, ClosedDays.load(spark, lakehouse), raw, rawLate, late, dead, kpi.getLong(0), kpi.getLong(1), days);
+        return new LakehouseFigures(recent, ClosedDays.load(spark, lakehouse), raw, rawLate, late, dead, kpi.getLong(0), kpi.getLong(1), days,
+                ExpiredDays.load(spark, lakehouse));
     }
 
     Optional<ProgressRow> last() {
@@ -69,7 +72,7 @@ record LakehouseFigures(List<ProgressRow> recent, ClosedDays closed, long rawEve
 
     /** Closed days whose raw record count differs from the records their KPIs count. */
     List<LocalDate> dirtyDays() {
-        return DayBalance.dirtyDays(days, closed);
+        return DayBalance.dirtyDays(days, closed, expired);
     }
 
     /** "2026-05-01, 2026-05-02" or, for many, the first, a count and the last few. */

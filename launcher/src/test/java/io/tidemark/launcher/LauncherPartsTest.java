@@ -24,6 +24,7 @@ import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.TrafficGenerator;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Watermark;
@@ -77,13 +78,13 @@ class LauncherPartsTest {
                 LocalDate.parse("2026-05-02"), new DayBalance(LocalDate.parse("2026-05-02"), 50, 0, 50, 5),
                 LocalDate.parse("2026-05-03"), new DayBalance(LocalDate.parse("2026-05-03"), 10, 1, 9, 2)));
         ProgressRow last = progress(Instant.parse("2026-05-03T00:00:00Z"));
-        LakehouseFigures f = new LakehouseFigures(List.of(last), decided("2026-05-03T00:00:00Z"), 160, 4, 4, 2, 30, 20, days);
+        LakehouseFigures f = new LakehouseFigures(List.of(last), decided("2026-05-03T00:00:00Z"), 160, 4, 4, 2, 30, 20, days, ExpiredDays.none());
         assertThat(f.closedDays()).containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
         assertThat(f.dirtyDays()).containsExactly(LocalDate.parse("2026-05-01"));
         assertThat(f.closingWatermark()).contains(Instant.parse("2026-05-03T00:00:00Z"));
-        LakehouseFigures earlier = new LakehouseFigures(List.of(last), decided("2026-05-02T23:59:59.999Z"), 0, 0, 0, 0, 0, 0, days);
+        LakehouseFigures earlier = new LakehouseFigures(List.of(last), decided("2026-05-02T23:59:59.999Z"), 0, 0, 0, 0, 0, 0, days, ExpiredDays.none());
         assertThat(earlier.closedDays()).containsExactly(LocalDate.parse("2026-05-01"));
-        LakehouseFigures none = new LakehouseFigures(List.of(), ClosedDays.none(), 0, 0, 0, 0, 0, 0, days);
+        LakehouseFigures none = new LakehouseFigures(List.of(), ClosedDays.none(), 0, 0, 0, 0, 0, 0, days, ExpiredDays.none());
         assertThat(none.closedDays()).isEmpty();
         assertThat(LakehouseFigures.list(List.of())).isEqualTo("none");
     }

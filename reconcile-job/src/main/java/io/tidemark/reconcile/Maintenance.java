@@ -5,6 +5,7 @@ import static org.apache.spark.sql.functions.count;
 import static org.apache.spark.sql.functions.first;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.sum;
+import static org.apache.spark.sql.functions.when;
 
 import java.io.PrintStream;
 import java.time.Duration;
@@ -12,6 +13,7 @@ import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 
@@ -19,6 +21,8 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.StorageCheck;
@@ -33,6 +37,10 @@ import io.tidemark.lakehouse.TidemarkConfig;
  * compaction (Delta's compaction changes no data). A conflict with a reconcile replacing the same
  * day is retried ({@link CommitRetry}) and, if it keeps losing, reported for that table while the
  * others go on. A day held in one file is left alone.
+ *
+ * <p><b>Data retention</b> ({@code retention.*-days}, off by default) deletes whole days that are at
+ * least that many days before the last closed day, and only once they are safe to lose (see
+ * {@code Retention}); each is recorded in {@code expired_days} before the delete.
  *
  * <p><b>Vacuum</b> deletes files no version within the retention needs. A retention below Delta's
  * safety minimum (the table's {@code delta.deletedFileRetentionDuration}, 7 days by default) could
@@ -57,16 +65,22 @@ public final class Maintenance {
     }
 
     /** What maintenance did to one table (or, in a dry run, would do). */
-    public record TableReport(Table table, List<LocalDate> compactedDays, long filesBefore, long filesAfter, long bytesBefore, long bytesAfter,
-                              long filesVacuumed, long millis, String problem) {
+    public record TableReport(Table table, List<LocalDate> expiredDays, long rowsExpired, List<LocalDate> compactedDays, long filesBefore,
+                              long filesAfter, long bytesBefore, long bytesAfter, long filesVacuumed, long millis, String problem) {
         public String line(boolean dryRun) {
+            String expired = expiredDays.isEmpty() ? "" : (dryRun ? "would delete " : "deleted ") + days(expiredDays, "day") + " past retention ("
+                    + String.format("%,d", rowsExpired) + " rows); ";
             String compacted = compactedDays.isEmpty() ? "no closed day to compact"
-                    : (dryRun ? "would compact " : "compacted ") + compactedDays.size() + " closed day" + (compactedDays.size() == 1 ? "" : "s")
-                    + " (" + compactedDays.get(0) + (compactedDays.size() > 1 ? " .. " + compactedDays.get(compactedDays.size() - 1) : "") + ")";
-            return String.format("maintain %-12s %s; files %,d -> %,d, bytes %,d -> %,d; vacuum: %s%s (%.1f s)", table.tableName(), compacted,
+                    : (dryRun ? "would compact " : "compacted ") + days(compactedDays, "closed day");
+            return String.format("maintain %-12s %s%s; files %,d -> %,d, bytes %,d -> %,d; vacuum: %s%s (%.1f s)", table.tableName(), expired, compacted,
                     filesBefore, filesAfter, bytesBefore, bytesAfter,
                     filesVacuumed < 0 ? "skipped" : (dryRun ? "would delete " : "deleted ") + String.format("%,d", filesVacuumed) + " files",
                     problem == null ? "" : "; PROBLEM: " + problem, millis / 1000.0);
+        }
+
+        private static String days(List<LocalDate> days, String noun) {
+            return days.size() + " " + noun + (days.size() == 1 ? "" : "s") + " (" + days.get(0)
+                    + (days.size() > 1 ? " .. " + days.get(days.size() - 1) : "") + ")";
         }
     }
 
@@ -100,13 +114,15 @@ public final class Maintenance {
             StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
         }
         ClosedDays closed = exists(Table.STREAM_PROGRESS) ? ClosedDays.load(spark, lakehouse) : ClosedDays.none();
-        out.println("maintain: " + closed + (options.dryRun() ? "; dry run: nothing will be written" : ""));
+        out.println("maintain: " + closed + (options.dryRun() ? "; dry run: nothing will be written" : "") + retentionSummary());
+        Retention retention = ORDER.stream().anyMatch(t -> config.retentionDays(t) > 0) && closed.lastClosed().isPresent()
+                ? retention(closed.lastClosed().get(), options.dryRun()) : null;
         List<TableReport> reports = new ArrayList<>();
         for (Table t : ORDER) {
             if (!exists(t)) {
                 continue; // nothing written to it yet
             }
-            TableReport r = maintain(t, closed, options);
+            TableReport r = maintain(t, closed, retention, options);
             reports.add(r);
             out.println(r.line(options.dryRun()));
             out.flush();
@@ -114,14 +130,23 @@ public final class Maintenance {
         return reports;
     }
 
-    private TableReport maintain(Table table, ClosedDays closed, Options options) {
+    private TableReport maintain(Table table, ClosedDays closed, Retention retention, Options options) {
         long t0 = System.currentTimeMillis();
         String day = DAY_COLUMN.get(table);
         Map<LocalDate, long[]> before = filesByDay(table, day);
-        List<LocalDate> toCompact = before.entrySet().stream()
-                .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1)
-                .map(Map.Entry::getKey).sorted().collect(Collectors.toList());
+        List<LocalDate> toExpire = retention == null ? List.of() : retention.expiring(table, before.keySet());
         String problem = null;
+        long rowsExpired = 0;
+        if (!toExpire.isEmpty()) {
+            try {
+                rowsExpired = expire(table, day, toExpire, retention.lastClosed, options.dryRun());
+            } catch (ReconcileFailedException e) {
+                problem = e.getMessage();
+            }
+        }
+        List<LocalDate> toCompact = before.entrySet().stream()
+                .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1 && !toExpire.contains(e.getKey()))
+                .map(Map.Entry::getKey).sorted().collect(Collectors.toList());
         if (!options.dryRun()) {
             for (int i = 0; i < toCompact.size() && problem == null; i += DAYS_PER_COMMIT) {
                 List<LocalDate> chunk = toCompact.subList(i, Math.min(toCompact.size(), i + DAYS_PER_COMMIT));
@@ -135,8 +160,114 @@ public final class Maintenance {
         }
         Map<LocalDate, long[]> after = options.dryRun() ? before : filesByDay(table, day);
         long filesVacuumed = options.vacuumRetention() == null ? -1 : vacuum(table, options);
-        return new TableReport(table, toCompact, total(before, 0), total(after, 0), total(before, 1), total(after, 1), filesVacuumed,
-                System.currentTimeMillis() - t0, problem);
+        return new TableReport(table, toExpire, rowsExpired, toCompact, total(before, 0), total(after, 0), total(before, 1), total(after, 1),
+                filesVacuumed, System.currentTimeMillis() - t0, problem);
+    }
+
+    private String retentionSummary() {
+        List<String> kept = ORDER.stream().filter(t -> config.retentionDays(t) > 0)
+                .map(t -> t.tableName() + " " + config.retentionDays(t) + " days").toList();
+        return kept.isEmpty() ? "; retention: every day kept" : "; retention: " + String.join(", ", kept) + " before the last closed day";
+    }
+
+    /**
+     * Which days data retention may delete, decided once per run. A day goes only when it is at least
+     * {@code retention.*-days} before the last closed day (so never an open day) and, for the tables
+     * reconcile reads or writes, when it has been reconciled (all its KPI rows come from the batch
+     * layer) and is not dirty; kpi_5m's days only after their raw events are gone (else reconcile would
+     * rebuild them). A day already listed in {@code expired_days} for the table goes again: late records
+     * that arrived for it since are past retention too.
+     */
+    private final class Retention {
+        final LocalDate lastClosed;
+        final ExpiredDays expired;
+        final NavigableMap<LocalDate, DayBalance> balances;
+        final java.util.Set<LocalDate> reconciled;
+        final java.util.Set<LocalDate> rawExpiredNow = new java.util.HashSet<>();
+
+        private Retention(LocalDate lastClosed, ExpiredDays expired, NavigableMap<LocalDate, DayBalance> balances, java.util.Set<LocalDate> reconciled) {
+            this.lastClosed = lastClosed;
+            this.expired = expired;
+            this.balances = balances;
+            this.reconciled = reconciled;
+        }
+
+        List<LocalDate> expiring(Table table, java.util.Collection<LocalDate> present) {
+            int keep = config.retentionDays(table);
+            if (keep <= 0) {
+                return List.of();
+            }
+            LocalDate cutoff = lastClosed.minusDays(keep);
+            List<LocalDate> out = new ArrayList<>();
+            for (LocalDate d : new java.util.TreeSet<>(present)) {
+                if (d.isAfter(cutoff)) {
+                    break;
+                }
+                boolean again = expired.of(table).contains(d);
+                boolean eligible = switch (table) {
+                    case DEAD_LETTER -> true;
+                    case KPI_5M -> expired.isSealed(d) || rawExpiredNow.contains(d);
+                    default -> again || expired.isSealed(d) || (reconciled.contains(d) && !(balances.containsKey(d) && balances.get(d).isDirty()));
+                };
+                if (eligible) {
+                    out.add(d);
+                }
+            }
+            if (table == Table.RAW_EVENTS) {
+                rawExpiredNow.addAll(out);
+            }
+            return out;
+        }
+    }
+
+
+    private Retention retention(LocalDate lastClosed, boolean dryRun) {
+        if (!dryRun) {
+            lakehouse.createAndRegister(spark); // expired_days, on a lakehouse created before it existed
+        }
+        java.util.Set<LocalDate> reconciled = new java.util.HashSet<>();
+        if (exists(Table.KPI_5M)) {
+            // reconciled: every KPI row of the day comes from the batch layer
+            spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
+                    .groupBy(col("event_date")).agg(count(when(col("source").notEqual(lit("batch")), 1)).as("stream_rows"))
+                    .where(col("stream_rows").equalTo(0)).collectAsList()
+                    .forEach(r -> reconciled.add(r.getDate(0).toLocalDate()));
+        }
+        NavigableMap<LocalDate, DayBalance> balances = exists(Table.RAW_EVENTS) && exists(Table.KPI_5M)
+                ? DayBalance.load(spark, lakehouse, null, lastClosed) : new java.util.TreeMap<>();
+        return new Retention(lastClosed, ExpiredDays.load(spark, lakehouse), balances, reconciled);
+    }
+
+    /**
+     * Deletes whole days of a table, recording each in {@code expired_days} first: a delete that fails
+     * or is killed after the record leaves the day sealed (reconcile will not rebuild it from what is
+     * left) and the next run deletes it. Returns the rows the days held.
+     */
+    private long expire(Table table, String dayColumn, List<LocalDate> days, LocalDate lastClosed, boolean dryRun) {
+        Map<LocalDate, long[]> counts = new TreeMap<>();
+        spark.read().format("delta").load(lakehouse.path(table)).where(col(dayColumn).isin(days.stream().map(java.sql.Date::valueOf).toArray()))
+                .groupBy(col(dayColumn)).agg(count(lit(1)), org.apache.spark.sql.functions.countDistinct(col("_metadata.file_path")))
+                .collectAsList().forEach(r -> counts.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
+        long rows = counts.values().stream().mapToLong(c -> c[0]).sum();
+        if (dryRun) {
+            return rows;
+        }
+        java.sql.Timestamp now = new java.sql.Timestamp(System.currentTimeMillis());
+        for (int i = 0; i < days.size(); i += DAYS_PER_COMMIT) {
+            List<LocalDate> chunk = days.subList(i, Math.min(days.size(), i + DAYS_PER_COMMIT));
+            List<Row> records = new ArrayList<>();
+            for (LocalDate d : chunk) {
+                long[] c = counts.getOrDefault(d, new long[2]);
+                records.add(Lakehouse.row(Table.EXPIRED_DAYS, Map.of("table_name", table.tableName(), "day", java.sql.Date.valueOf(d),
+                        "rows_removed", c[0], "files_removed", c[1], "retention_days", config.retentionDays(table),
+                        "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
+            }
+            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), () -> spark.createDataFrame(records,
+                    Lakehouse.schema(Table.EXPIRED_DAYS)).write().format("delta").mode("append").save(lakehouse.path(Table.EXPIRED_DAYS)));
+            String where = dayColumn + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
+            retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
+        }
+        return rows;
     }
 
     /**
@@ -257,8 +388,9 @@ public final class Maintenance {
 
     static final String USAGE = """
             Usage: spark-submit --class io.tidemark.reconcile.Maintenance tidemark-spark-jobs.jar [--dry-run] [--no-vacuum] [--force] [key=value ...]
-            Compact the closed days of raw_events, late_events, dead_letter and kpi_5m, then vacuum files older than
-            maintain.vacuum-retention (default 7 days, Delta's safety minimum; below it only with --force).
+            Delete the days past data retention (retention.*-days; default: keep every day), compact the closed days of
+            raw_events, late_events, dead_letter and kpi_5m, then vacuum files older than maintain.vacuum-retention
+            (default 7 days, Delta's safety minimum; below it only with --force).
               --dry-run     print what would be done, write nothing
               --no-vacuum   compact only
               --force       allow a vacuum retention below 7 days (only when nothing reads or writes the tables)

@@ -33,6 +33,7 @@ import org.apache.spark.storage.StorageLevel;
 import io.delta.tables.DeltaTable;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
@@ -92,7 +93,7 @@ public final class ReconcileJob {
     /** The closed days whose raw record count differs from their KPIs, oldest first. */
     public List<LocalDate> dirtyDays() {
         ClosedDays closed = closedDays();
-        return DayBalance.dirtyDays(DayBalance.load(spark, lakehouse, null, null), closed);
+        return DayBalance.dirtyDays(DayBalance.load(spark, lakehouse, null, null), closed, ExpiredDays.load(spark, lakehouse));
     }
 
     /**
@@ -120,6 +121,7 @@ public final class ReconcileJob {
             runId = "reconcile-" + RUN_ID_TIME.format(started) + "-" + UUID.randomUUID().toString().substring(0, 8);
         }
         ClosedDays closed = ClosedDays.load(spark, lakehouse);
+        ExpiredDays expired = ExpiredDays.load(spark, lakehouse);
         List<LocalDate> days;
         NavigableMap<LocalDate, DayBalance> balances;
         switch (selection.kind()) {
@@ -129,18 +131,24 @@ public final class ReconcileJob {
                     if (open.isPresent()) {
                         throw new ReconcileRefusedException(open.get() + ". Reconcile closed days only.");
                     }
+                    java.util.Optional<String> sealed = expired.whySealed(d);
+                    if (sealed.isPresent()) {
+                        throw new ReconcileRefusedException(sealed.get() + ". Choose a range after "
+                                + expired.of(Table.RAW_EVENTS).last() + ".");
+                    }
                 }
                 days = selection.from().datesUntil(selection.to().plusDays(1)).toList();
                 balances = DayBalance.load(spark, lakehouse, selection.from(), selection.to());
             }
             case RECENT -> {
-                days = closed.mostRecent(selection.recentDays());
+                // a recent day that retention deleted (retention.raw-days below reconcile.recent-days) was reconciled before
+                days = closed.mostRecent(selection.recentDays()).stream().filter(d -> !expired.isSealed(d)).toList();
                 balances = days.isEmpty() ? java.util.Collections.emptyNavigableMap()
                         : DayBalance.load(spark, lakehouse, days.get(0), days.get(days.size() - 1));
             }
             case DIRTY -> {
                 balances = DayBalance.load(spark, lakehouse, null, null);
-                days = DayBalance.dirtyDays(balances, closed);
+                days = DayBalance.dirtyDays(balances, closed, expired);
             }
             default -> throw new IllegalStateException(selection.kind().toString());
         }

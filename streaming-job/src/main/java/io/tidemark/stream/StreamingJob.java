@@ -59,7 +59,9 @@ public final class StreamingJob {
     public StreamingQuery start(boolean availableNow) throws TimeoutException {
         checkBeforeStart();
         takeLeases();
-        Lakehouse.of(config).createAndRegister(spark);
+        Lakehouse lakehouse = Lakehouse.of(config);
+        lakehouse.createAndRegister(spark);
+        lakehouse.applyDeclaredProperties(spark); // the lease is held: no other stream commits meanwhile
         QueryDefinition.record(spark, config);
         // The batch is cached once and read by four writers; compressing the cache costs more than it saves here.
         spark.conf().set("spark.sql.inMemoryColumnarStorage.compressed", "false");
