@@ -415,14 +415,22 @@ public final class FreshnessBenchmark {
         }
 
         static StreamProcess start(String bootstrap, String topic, Duration trigger, Path dir, Path logs) throws Exception {
+            return start(bootstrap, topic, trigger, dir, logs, "8g", List.of());
+        }
+
+        /** With a heap limit for the stream JVM and further Tidemark settings ({@code key=value}). */
+        static StreamProcess start(String bootstrap, String topic, Duration trigger, Path dir, Path logs, String heap,
+                                   List<String> settings) throws Exception {
             Files.createDirectories(dir);
+            Files.createDirectories(logs);
             List<String> cmd = new ArrayList<>();
             cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-            cmd.add("-Xmx8g");
+            cmd.add("-Xmx" + heap);
             cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
             cmd.removeIf(String::isEmpty);
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), FreshnessStreamJob.class.getName(),
                     bootstrap, topic, String.valueOf(trigger.toMillis()), dir.toString()));
+            cmd.addAll(settings);
             Path stderr = logs.resolve("stream.stderr.log");
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(stderr.toFile());
             pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");

@@ -16,15 +16,17 @@ import io.tidemark.stream.MicroBatchWriter;
 import io.tidemark.stream.StreamingJob;
 
 /**
- * The speed layer as {@link FreshnessBenchmark} runs it, in a JVM of its own: the Tidemark stream
- * with a processing-time trigger (not AvailableNow), until its standard input is closed (or the
- * file {@code workDir/stop} appears); it then stops between micro-batches and exits 0.
+ * The speed layer as {@link FreshnessBenchmark} and {@link LongHaulBenchmark} run it, in a JVM of its
+ * own: the Tidemark stream with a processing-time trigger (not AvailableNow), until its standard
+ * input is closed (or the file {@code workDir/stop} appears); it then stops between micro-batches
+ * and exits 0.
  *
  * <p>Standard output, for the orchestrator: {@code STARTED <epoch ms>} once the query runs, then one
  * {@code BATCH <batch id> <records in> <duration ms> <finished epoch ms>} line per committed batch
  * (after its stream_progress row has committed), {@code STOPPED <epoch ms>} at the end.
  *
- * <p>Arguments: {@code bootstrap topic triggerMillis workDir}.
+ * <p>Arguments: {@code bootstrap topic triggerMillis workDir [key=value ...]}: the settings after
+ * the fourth argument are further Tidemark settings (e.g. {@code stream.max-offsets-per-trigger=20}).
  */
 public final class FreshnessStreamJob {
     public static void main(String[] args) throws Exception {
@@ -33,13 +35,17 @@ public final class FreshnessStreamJob {
         long triggerMs = Long.parseLong(args[2]);
         Path work = Path.of(args[3]);
         Files.createDirectories(work);
-        TidemarkConfig config = TidemarkConfig.builder()
+        TidemarkConfig.Builder settings = TidemarkConfig.builder()
                 .set(TidemarkConfig.Key.KAFKA_BOOTSTRAP, bootstrap)
                 .set(TidemarkConfig.Key.TOPIC, topic)
                 .set(TidemarkConfig.Key.TRIGGER, triggerMs + " ms")
                 .set(TidemarkConfig.Key.LAKEHOUSE, work.resolve("lakehouse").toString())
-                .set(TidemarkConfig.Key.CHECKPOINT, work.resolve("checkpoint").toString())
-                .build();
+                .set(TidemarkConfig.Key.CHECKPOINT, work.resolve("checkpoint").toString());
+        for (int i = 4; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            settings.set(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        TidemarkConfig config = settings.build();
         SparkSession spark = SparkSessions.create(config, "bench-freshness-stream");
         MicroBatchWriter.BatchListener listener = progress -> {
             long id = progress.getLong(progress.fieldIndex("batch_id"));

@@ -55,9 +55,11 @@ public final class CommitRetry {
      * writers. Any other failure propagates at once, wrapped in a {@link ReconcileFailedException}
      * naming the day.
      *
+     * @param day the day the attempt writes, or null when it is not about one day (a whole-table compaction)
      * @return the number of attempts made (1 when the first one committed)
      */
     public int run(LocalDate day, String what, Attempt attempt) {
+        String subject = day == null ? what : what + " of " + day;
         for (int n = 1; ; n++) {
             try {
                 attempt.run();
@@ -65,10 +67,10 @@ public final class CommitRetry {
             } catch (Exception e) {
                 DeltaConcurrentModificationException conflict = conflictIn(e);
                 if (conflict == null) {
-                    throw new ReconcileFailedException(day, what + " of " + day + " failed: " + oneLine(e), e);
+                    throw new ReconcileFailedException(day, subject + " failed: " + oneLine(e), e);
                 }
                 if (n >= maxAttempts) {
-                    throw new ReconcileFailedException(day, what + " of " + day + " gave up after " + n
+                    throw new ReconcileFailedException(day, subject + " gave up after " + n
                             + " attempts: concurrent writers kept conflicting with it (last: " + conflict.getClass().getSimpleName() + ": "
                             + oneLine(conflict) + "). The day is unchanged; re-run reconcile for it.", e);
                 }
@@ -76,7 +78,7 @@ public final class CommitRetry {
                     sleeper.sleep(backoff(n));
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
-                    throw new ReconcileFailedException(day, what + " of " + day + " interrupted while waiting to retry", ie);
+                    throw new ReconcileFailedException(day, subject + " interrupted while waiting to retry", ie);
                 }
             }
         }

@@ -32,7 +32,8 @@ import io.tidemark.lakehouse.TidemarkConfig;
  * Keeps a long-running lakehouse fast to read: compacts the closed days of the partitioned tables
  * and vacuums the files Delta no longer references.
  *
- * <p><b>Compaction</b> ({@code OPTIMIZE ... WHERE day IN (...)}) touches closed days only: the stream
+ * <p><b>Compaction</b> ({@code OPTIMIZE ... WHERE day IN (...)}) touches closed days only (and
+ * {@code stream_progress}, which the stream only appends to, whole): the stream
  * never writes their KPI rows again, and its appends to the other tables never conflict with a
  * compaction (Delta's compaction changes no data). A conflict with a reconcile replacing the same
  * day is retried ({@link CommitRetry}) and, if it keeps losing, reported for that table while the
@@ -53,6 +54,11 @@ public final class Maintenance {
     static final Map<Table, String> DAY_COLUMN = Map.of(Table.RAW_EVENTS, "event_date", Table.LATE_EVENTS, "event_date",
             Table.KPI_5M, "event_date", Table.DEAD_LETTER, "arrival_date");
     static final List<Table> ORDER = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M);
+    /**
+     * Unpartitioned tables the stream appends to on every batch: compacted whole (a compaction never
+     * conflicts with blind appends), or they would keep one small file per micro-batch for ever.
+     */
+    static final List<Table> WHOLE = List.of(Table.STREAM_PROGRESS);
     /** Delta's default safety minimum for vacuum. */
     public static final Duration SAFE_RETENTION = Duration.ofDays(7);
     private static final int DAYS_PER_COMMIT = 31;
@@ -70,7 +76,9 @@ public final class Maintenance {
         public String line(boolean dryRun) {
             String expired = expiredDays.isEmpty() ? "" : (dryRun ? "would delete " : "deleted ") + days(expiredDays, "day") + " past retention ("
                     + String.format("%,d", rowsExpired) + " rows); ";
-            String compacted = compactedDays.isEmpty() ? "no closed day to compact"
+            String compacted = !DAY_COLUMN.containsKey(table) ? (filesBefore > 1 ? (dryRun ? "would compact" : "compacted") + " the whole table"
+                    : "nothing to compact")
+                    : compactedDays.isEmpty() ? "no closed day to compact"
                     : (dryRun ? "would compact " : "compacted ") + days(compactedDays, "closed day");
             return String.format("maintain %-12s %s%s; files %,d -> %,d, bytes %,d -> %,d; vacuum: %s%s (%.1f s)", table.tableName(), expired, compacted,
                     filesBefore, filesAfter, bytesBefore, bytesAfter,
@@ -118,11 +126,11 @@ public final class Maintenance {
         Retention retention = ORDER.stream().anyMatch(t -> config.retentionDays(t) > 0) && closed.lastClosed().isPresent()
                 ? retention(closed.lastClosed().get(), options.dryRun()) : null;
         List<TableReport> reports = new ArrayList<>();
-        for (Table t : ORDER) {
+        for (Table t : java.util.stream.Stream.concat(ORDER.stream(), WHOLE.stream()).toList()) {
             if (!exists(t)) {
                 continue; // nothing written to it yet
             }
-            TableReport r = maintain(t, closed, retention, options);
+            TableReport r = DAY_COLUMN.containsKey(t) ? maintain(t, closed, retention, options) : maintainWhole(t, options);
             reports.add(r);
             out.println(r.line(options.dryRun()));
             out.flush();
@@ -162,6 +170,30 @@ public final class Maintenance {
         long filesVacuumed = options.vacuumRetention() == null ? -1 : vacuum(table, options);
         return new TableReport(table, toExpire, rowsExpired, toCompact, total(before, 0), total(after, 0), total(before, 1), total(after, 1),
                 filesVacuumed, System.currentTimeMillis() - t0, problem);
+    }
+
+    /** Compacts an unpartitioned table whole when it holds more than one file, then vacuums it. */
+    private TableReport maintainWhole(Table table, Options options) {
+        long t0 = System.currentTimeMillis();
+        long[] before = files(table);
+        String problem = null;
+        if (!options.dryRun() && before[0] > 1) {
+            try {
+                retry.run(null, "compacting " + table.tableName(), () -> spark.sql("OPTIMIZE " + lakehouse.ref(table)));
+            } catch (ReconcileFailedException e) {
+                problem = e.getMessage();
+            }
+        }
+        long[] after = options.dryRun() ? before : files(table);
+        long filesVacuumed = options.vacuumRetention() == null ? -1 : vacuum(table, options);
+        return new TableReport(table, List.of(), 0, List.of(), before[0], after[0], before[1], after[1], filesVacuumed,
+                System.currentTimeMillis() - t0, problem);
+    }
+
+    /** Files and bytes of the table's current version. */
+    private long[] files(Table table) {
+        Row d = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).select("numFiles", "sizeInBytes").first();
+        return new long[] {d.getLong(0), d.getLong(1)};
     }
 
     private String retentionSummary() {
@@ -327,8 +359,8 @@ public final class Maintenance {
     }
 
     private long vacuum(Table table, Options options) {
-        long before = dataFilesOnDisk(table);
-        if (before == 0) {
+        java.util.Set<String> before = dataFilesOnDisk(table);
+        if (before.isEmpty()) {
             return 0; // an empty table: nothing to vacuum
         }
         boolean belowSafety = options.vacuumRetention().compareTo(SAFE_RETENTION) < 0;
@@ -348,7 +380,9 @@ public final class Maintenance {
                 return spark.sql(sql + " DRY RUN").count();
             }
             spark.sql(sql).collect();
-            return before - dataFilesOnDisk(table);
+            // Counted by name: a stream writing meanwhile adds files, which a difference of counts would subtract.
+            java.util.Set<String> after = dataFilesOnDisk(table);
+            return before.stream().filter(f -> !after.contains(f)).count();
         } finally {
             spark.conf().set(key, previous);
             spark.conf().set(listing, previousListing);
@@ -360,18 +394,18 @@ public final class Maintenance {
     }
 
     /** Parquet files under the table's directory, referenced or not (what vacuum deletes from). */
-    private long dataFilesOnDisk(Table table) {
+    private java.util.Set<String> dataFilesOnDisk(Table table) {
         try {
             org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(lakehouse.path(table));
             org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(spark.sparkContext().hadoopConfiguration());
-            long n = 0;
+            java.util.Set<String> files = new java.util.HashSet<>();
             for (var it = fs.listFiles(root, true); it.hasNext(); ) {
                 org.apache.hadoop.fs.Path p = it.next().getPath();
                 if (p.getName().endsWith(".parquet") && !p.toString().contains("/_delta_log/")) {
-                    n++;
+                    files.add(p.toString());
                 }
             }
-            return n;
+            return files;
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException("cannot list " + lakehouse.path(table), e);
         }

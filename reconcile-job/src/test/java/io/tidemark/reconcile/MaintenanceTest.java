@@ -72,8 +72,12 @@ class MaintenanceTest {
         Timestamp t = Timestamp.from(next);
         v.putAll(Map.of("query_id", "q", "watermark", t, "next_watermark", t, "max_event_ts", t, "max_event_ts_seen", t, "started_at", t,
                 "finished_at", t, ClosedDays.COLUMN, Date.valueOf(ClosedDays.decidedBy(Watermark.of(next)).lastClosed().orElseThrow())));
-        Row progress = Lakehouse.row(Table.STREAM_PROGRESS, v);
-        spark.createDataFrame(List.of(progress), progress.schema()).write().format("delta").mode("append").save(lakehouse.path(Table.STREAM_PROGRESS));
+        // Two micro-batches' progress rows: two files, as the stream appends them.
+        for (long batch = 0; batch < 2; batch++) {
+            v.put("batch_id", batch);
+            Row progress = Lakehouse.row(Table.STREAM_PROGRESS, v);
+            spark.createDataFrame(List.of(progress), progress.schema()).write().format("delta").mode("append").save(lakehouse.path(Table.STREAM_PROGRESS));
+        }
     }
 
     @AfterAll
@@ -136,6 +140,11 @@ class MaintenanceTest {
         assertThat(compacted.commitsSinceCheckpoint()).isEqualTo(DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history().count());
         assertThat(figures()).isEqualTo(rowsBefore);
         assertThat(done.stream().filter(r -> r.table() != Table.RAW_EVENTS).mapToLong(r -> r.compactedDays().size()).sum()).isZero();
+        Maintenance.TableReport progress = done.stream().filter(r -> r.table() == Table.STREAM_PROGRESS).findFirst().orElseThrow();
+        assertThat(List.of(progress.filesBefore(), progress.filesAfter())).as("stream_progress compacted whole").containsExactly(2L, 1L);
+        assertThat(spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS)).selectExpr("sort_array(collect_list(batch_id))").first()
+                .getList(0)).containsExactly(0L, 1L);
+        assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).isEqualTo(closed.lastClosed());
 
         List<Maintenance.TableReport> forced = maintenance(new ByteArrayOutputStream()).run(new Maintenance.Options(false, Duration.ZERO, true));
         assertThat(forced.get(0).compactedDays()).as("a compacted day is one file: nothing left to do").isEmpty();

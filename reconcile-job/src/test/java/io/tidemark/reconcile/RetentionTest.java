@@ -138,7 +138,8 @@ class RetentionTest {
                         org.assertj.core.groups.Tuple.tuple(Table.RAW_EVENTS, List.of(D1), 10L),
                         org.assertj.core.groups.Tuple.tuple(Table.LATE_EVENTS, List.of(D1), 1L),
                         org.assertj.core.groups.Tuple.tuple(Table.DEAD_LETTER, List.of(D3), 1L),
-                        org.assertj.core.groups.Tuple.tuple(Table.KPI_5M, List.of(D1), 1L));
+                        org.assertj.core.groups.Tuple.tuple(Table.KPI_5M, List.of(D1), 1L),
+                        org.assertj.core.groups.Tuple.tuple(Table.STREAM_PROGRESS, List.of(), 0L));
         assertThat(dryOut.toString(StandardCharsets.UTF_8))
                 .contains("retention: raw_events 2 days, late_events 2 days, dead_letter 1 days, kpi_5m 2 days before the last closed day")
                 .contains("maintain raw_events   would delete 1 day (2026-11-21) past retention (10 rows); ");

@@ -1,0 +1,759 @@
+package io.tidemark.bench;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.delta.DeltaLog;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import io.tidemark.bench.FreshnessBenchmark.StreamProcess;
+import io.tidemark.broker.BrokerSettings;
+import io.tidemark.broker.LocalKafkaBroker;
+import io.tidemark.generate.GenerationReport;
+import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.reconcile.CommitRetry;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.Maintenance;
+import io.tidemark.reconcile.ReconcileJob;
+
+/**
+ * The stream over thousands of micro-batches, with and without {@code tidemark maintain}: what batch
+ * 2,000 costs against batch 100, how the Delta logs and file counts grow, how long a reader takes to
+ * load each table's state at the end, and how fast an analyst reads one closed day before and after
+ * compaction; then an extrapolation to a year at the default 10 s trigger.
+ *
+ * <p>One topic (2 partitions) is produced once with a synthetic event clock: {@code --batches} x
+ * {@code --records-per-batch} records whose event time advances one day per {@code --batches-per-day}
+ * micro-batches (default 1,000), with the generator's usual 1 % late and 0.5 % invalid records, so
+ * days close during the run and late records make closed days dirty. Each run streams the whole
+ * topic in a JVM of its own ({@link FreshnessStreamJob}) with a zero trigger (batches back to back)
+ * and {@code stream.max-offsets-per-trigger = --records-per-batch}, while this JVM, a separate
+ * process like a scheduler's job, every {@code --maintain-every} batches reconciles the newly closed
+ * and the dirty days and, in the {@code maintained} run only, runs {@link Maintenance} (compaction of
+ * closed days and a vacuum). Runs are sequential, {@code maintained} first, on the same topic.
+ *
+ * <p>The vacuum uses {@code --vacuum-retention} (default 15 minutes, forced): in a run of well under
+ * an hour Delta's 7-day minimum would delete nothing, and 15 minutes is still hundreds of times the
+ * longest batch, so no file a batch reads is removed under it. Nothing else is shortened.
+ *
+ * <p>{@code bench/run long-haul [--batches 2000] [--records-per-batch 20] [--batches-per-day 1000]
+ * [--maintain-every 250] [--sample-every 100] [--vacuum-retention 15m] [--only maintained|unmaintained]
+ * [--work DIR]}
+ */
+public final class LongHaulBenchmark {
+
+    static final String TOPIC = "long-haul-events";
+    static final int PARTITIONS = 2;
+    static final List<Table> TABLES = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_PROGRESS);
+    static final int[] MARKS = {100, 500, 1000, 2000};
+    /** Per-batch figures are medians over this many batches ending at a mark (single batches vary too much). */
+    static final int MARK_WINDOW = 50;
+    /** A year of batches at the default 10 s trigger. */
+    static final long YEAR_BATCHES = 365L * 24 * 360;
+    /** Batches within Delta's 7-day log retention (tables.sql) at the default trigger. */
+    static final long RETAINED_BATCHES = 7L * 24 * 360;
+    static final int SNAPSHOT_ROUNDS = 3;
+    static final int READ_ROUNDS = 5;
+
+    record Settings(int batches, int recordsPerBatch, int batchesPerDay, int maintainEvery, int sampleEvery, Duration vacuumRetention,
+                    List<String> modes, Path work) {
+        long records() {
+            return (long) batches * recordsPerBatch;
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        int batches = 2000;
+        int perBatch = 20;
+        int perDay = 1000;
+        int maintainEvery = 250;
+        int sampleEvery = 100;
+        Duration vacuumRetention = Duration.ofMinutes(15);
+        List<String> modes = List.of("maintained", "unmaintained");
+        Path work = Path.of("bench/work-long-haul").toAbsolutePath();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--batches" -> batches = Integer.parseInt(args[++i]);
+                case "--records-per-batch" -> perBatch = Integer.parseInt(args[++i]);
+                case "--batches-per-day" -> perDay = Integer.parseInt(args[++i]);
+                case "--maintain-every" -> maintainEvery = Integer.parseInt(args[++i]);
+                case "--sample-every" -> sampleEvery = Integer.parseInt(args[++i]);
+                case "--vacuum-retention" -> vacuumRetention = TidemarkConfig.parseDuration(args[++i]);
+                case "--only" -> {
+                    String m = args[++i];
+                    if (!m.equals("maintained") && !m.equals("unmaintained")) {
+                        throw new IllegalArgumentException("--only takes maintained or unmaintained, not " + m);
+                    }
+                    modes = List.of(m);
+                }
+                case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
+                default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (known: --batches, --records-per-batch, "
+                        + "--batches-per-day, --maintain-every, --sample-every, --vacuum-retention, --only, --work)");
+            }
+        }
+        if (batches < MARK_WINDOW || perBatch < 1 || perDay < 10 || maintainEvery < 1 || sampleEvery < 1) {
+            throw new IllegalArgumentException("need --batches >= " + MARK_WINDOW + ", --records-per-batch >= 1, --batches-per-day >= 10 and "
+                    + "positive --maintain-every and --sample-every");
+        }
+        Settings s = new Settings(batches, perBatch, perDay, maintainEvery, sampleEvery, vacuumRetention, modes, work);
+        String command = "bench/run long-haul" + (args.length == 0 ? "" : " " + String.join(" ", args));
+        Instant started = Instant.now();
+        System.out.printf(Locale.ROOT, "long haul: %,d batches of %d records, a day of event time per %,d batches, reconcile%s every %d batches, "
+                + "zero trigger; runs: %s; load average %s%n", batches, perBatch, perDay, modes.contains("maintained") ? " (+ maintain)" : "",
+                maintainEvery, String.join(", ", modes), BenchResults.loadAverage());
+
+        SpeedLayerBenchmark.deleteRecursively(work);
+        Files.createDirectories(work);
+        ObjectNode root = BenchResults.header(command, started);
+        root.put("batches", batches);
+        root.put("records_per_batch", perBatch);
+        root.put("batches_per_day", perDay);
+        root.put("maintain_every", maintainEvery);
+        root.put("vacuum_retention_minutes", vacuumRetention.toMinutes());
+        root.set("loadavg_before", BenchResults.loadAverageJson(BenchResults.loadAverage()));
+        Map<String, Run> runs = new LinkedHashMap<>();
+        try (LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(work.resolve("broker")).withHeapMb(512))) {
+            broker.createTopic(TOPIC, PARTITIONS);
+            GenerationReport produced = produce(broker, s);
+            root.put("records", produced.messages());
+            root.put("late_records_generated", produced.late());
+            root.put("invalid_records_generated", produced.invalid());
+            TidemarkConfig first = config(s, modes.get(0));
+            SparkSession spark = SparkSessions.create(first, "bench-long-haul");
+            for (String mode : modes) {
+                Run r = new Run(mode, s, broker.bootstrapServers(), spark, produced);
+                r.stream();
+                r.finish();
+                runs.put(mode, r);
+                System.out.print(r.summary());
+            }
+            ObjectNode out = root.putObject("runs");
+            runs.forEach((m, r) -> out.set(m, r.json()));
+            if (runs.containsKey("unmaintained") && runs.get("unmaintained").read != null) {
+                root.set("analyst_read", runs.get("unmaintained").read);
+            }
+            root.set("year_at_10s_trigger", extrapolate(runs));
+            spark.stop();
+        }
+        root.set("loadavg_after", BenchResults.loadAverageJson(BenchResults.loadAverage()));
+        System.out.print(yearTable(root.get("year_at_10s_trigger")));
+        Path json = BenchResults.write(Path.of("bench/results/long-haul.json").toAbsolutePath(), root);
+        String log = "\n## " + Instant.now() + " " + command + " (commit " + root.path("commit").asText() + ")\n"
+                + runs.values().stream().map(Run::summary).reduce("", String::concat) + yearTable(root.get("year_at_10s_trigger"));
+        Files.writeString(Path.of("bench/results.log").toAbsolutePath(), log, java.nio.file.StandardOpenOption.CREATE,
+                java.nio.file.StandardOpenOption.APPEND);
+        System.out.println("written " + Path.of("").toAbsolutePath().relativize(json) + "; appended to bench/results.log; samples per run: "
+                + Path.of("").toAbsolutePath().relativize(work) + "/<run>/samples.csv, batches.csv");
+        boolean complete = runs.values().stream().allMatch(r -> r.complete);
+        System.exit(complete ? 0 : 1);
+    }
+
+    /** The whole topic, once: a synthetic event clock that starts at a midnight, a day per {@code batchesPerDay} batches. */
+    static GenerationReport produce(LocalKafkaBroker broker, Settings s) throws Exception {
+        double eventsPerSecond = (double) s.recordsPerBatch() * s.batchesPerDay() / 86_400.0;
+        long spanDays = (long) Math.ceil((double) s.batches() / s.batchesPerDay());
+        // Days entirely in the past, so no event is ahead of its Kafka timestamp (clock-skew).
+        Instant start = Instant.now().truncatedTo(ChronoUnit.DAYS).minus(Duration.ofDays(spanDays + 2));
+        TrafficSpec spec = TrafficSpec.builder().topic(TOPIC).count(s.records()).ingestMode(IngestMode.BACKLOG).eventClockStart(start)
+                .eventsPerSecondOfEventTime(eventsPerSecond).cells(50).subscribers(5_000).seed(11).build();
+        GenerationReport report = new KafkaTrafficProducer(broker.bootstrapServers(), Map.of()).produce(spec, p -> { });
+        System.out.printf(Locale.ROOT, "produced %,d records (%,d late, %,d invalid); event clock from %s, %.4f events per second of event time%n",
+                report.messages(), report.late(), report.invalid(), start, eventsPerSecond);
+        return report;
+    }
+
+    static TidemarkConfig config(Settings s, String mode) {
+        Path dir = s.work().resolve(mode);
+        return TidemarkConfig.builder()
+                .set(TidemarkConfig.Key.TOPIC, TOPIC)
+                .set(TidemarkConfig.Key.LAKEHOUSE, dir.resolve("lakehouse").toString())
+                .set(TidemarkConfig.Key.CHECKPOINT, dir.resolve("checkpoint").toString())
+                .set(TidemarkConfig.Key.VACUUM_RETENTION, s.vacuumRetention().toMinutes() + " minutes")
+                .build();
+    }
+
+    /** One run: the stream in its own JVM, reconcile (and maintain) from this one, samples of the tables' files. */
+    static final class Run {
+        final String mode;
+        final Settings s;
+        final String bootstrap;
+        final SparkSession spark;
+        final GenerationReport produced;
+        final TidemarkConfig config;
+        final Lakehouse lakehouse;
+        final Path dir;
+        final boolean maintained;
+        final List<Sample> samples = new ArrayList<>();
+        final List<double[]> upkeep = new ArrayList<>(); // batch, reconcile s, maintain s
+        final TreeSet<LocalDate> reconciled = new TreeSet<>();
+        final PrintStream jobLog;
+        StreamProcess stream;
+        List<long[]> batches;
+        Map<Table, double[]> snapshotEnd;    // median ms, active files
+        Map<Table, LogEnd> logEnd;
+        ObjectNode read;
+        boolean complete;
+        long rawCount;
+        long distinctOffsets;
+        long wallMs;
+
+        Run(String mode, Settings s, String bootstrap, SparkSession spark, GenerationReport produced) throws IOException {
+            this.mode = mode;
+            this.s = s;
+            this.bootstrap = bootstrap;
+            this.spark = spark;
+            this.produced = produced;
+            this.config = config(s, mode);
+            this.lakehouse = Lakehouse.of(config);
+            this.dir = s.work().resolve(mode);
+            this.maintained = mode.equals("maintained");
+            Files.createDirectories(dir);
+            this.jobLog = new PrintStream(Files.newOutputStream(dir.resolve("upkeep.log")), true);
+        }
+
+        void stream() throws Exception {
+            long t0 = System.currentTimeMillis();
+            stream = StreamProcess.start(bootstrap, TOPIC, Duration.ZERO, dir, dir, "3g",
+                    List.of("stream.max-offsets-per-trigger=" + s.recordsPerBatch()));
+            System.out.printf("%s: stream started in its own JVM (log %s)%n", mode, s.work().relativize(stream.stderr));
+            int nextSample = s.sampleEvery();
+            int nextUpkeep = s.maintainEvery();
+            int nextReport = 250;
+            while (stream.consumed.get() < s.records()) {
+                if (!stream.process.isAlive()) {
+                    throw new IllegalStateException(mode + ": the stream JVM exited with code " + stream.process.exitValue() + "; see " + stream.stderr);
+                }
+                Thread.sleep(200);
+                int n = stream.batches.size();
+                if (n >= nextSample) {
+                    samples.add(sample(n, n % (5 * s.sampleEvery()) == 0));
+                    nextSample += s.sampleEvery();
+                }
+                if (n >= nextUpkeep) {
+                    upkeep(n);
+                    nextUpkeep += s.maintainEvery();
+                }
+                if (n >= nextReport) {
+                    System.out.printf(Locale.ROOT, "  %s: %,d batches, %,d records read, last batch %.2f s, %.0f s elapsed; load %s%n", mode, n,
+                            stream.consumed.get(), stream.batches.get(n - 1)[2] / 1000.0, (System.currentTimeMillis() - t0) / 1000.0,
+                            BenchResults.loadAverage());
+                    nextReport += 250;
+                }
+            }
+            stream.stop(Duration.ofMinutes(3));
+            wallMs = System.currentTimeMillis() - t0;
+            batches = new ArrayList<>(stream.batches);
+            upkeep(batches.size()); // the days that closed in the last stretch, as the next scheduled run would
+            samples.add(sample(batches.size(), true));
+        }
+
+        /** Reconciles the closed days not reconciled yet and the dirty ones; then, when maintained, compaction and vacuum. */
+        void upkeep(int batch) {
+            long t0 = System.nanoTime();
+            ReconcileJob job = new ReconcileJob(spark, config, jobLog, CommitRetry.defaults());
+            ClosedDays closed = job.closedDays();
+            List<LocalDate> fresh = closed.lastClosed().isEmpty() ? List.of()
+                    : new TreeSet<>(daysWithRaw()).headSet(closed.lastClosed().get(), true).stream().filter(d -> !reconciled.contains(d)).toList();
+            if (!fresh.isEmpty()) {
+                job.run(DaySelection.range(fresh.get(0), fresh.get(fresh.size() - 1)), false);
+                reconciled.addAll(fresh);
+            }
+            if (!job.dirtyDays().isEmpty()) {
+                job.run(DaySelection.dirty(), false);
+            }
+            double reconcileS = (System.nanoTime() - t0) / 1e9;
+            double maintainS = 0;
+            if (maintained) {
+                long t1 = System.nanoTime();
+                new Maintenance(spark, config, jobLog, CommitRetry.defaults()).run(new Maintenance.Options(false, config.vacuumRetention(), true));
+                maintainS = (System.nanoTime() - t1) / 1e9;
+            }
+            upkeep.add(new double[] {batch, reconcileS, maintainS});
+            System.out.printf(Locale.ROOT, "  %s: at batch %,d reconciled %s%s in %.1f s%s%n", mode, batch,
+                    fresh.isEmpty() ? "no new closed day" : fresh.size() + " new closed day(s)", " and the dirty days", reconcileS,
+                    maintained ? String.format(Locale.ROOT, ", maintained in %.1f s", maintainS) : "");
+        }
+
+        private List<LocalDate> daysWithRaw() {
+            if (!io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(Table.RAW_EVENTS))) {
+                return List.of();
+            }
+            return spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS)).select("event_date").distinct().collectAsList().stream()
+                    .map(r -> r.getDate(0).toLocalDate()).toList();
+        }
+
+        /** Files of each table on disk; with {@code snapshots}, also each table's state loaded by a fresh reader (time, active files). */
+        Sample sample(int batch, boolean snapshots) {
+            Map<Table, TableFiles> files = new LinkedHashMap<>();
+            Map<Table, double[]> loaded = new LinkedHashMap<>();
+            for (Table t : TABLES) {
+                files.put(t, TableFiles.of(Path.of(lakehouse.path(t))));
+                if (snapshots && Files.isDirectory(Path.of(lakehouse.path(t), "_delta_log"))) {
+                    loaded.put(t, loadSnapshot(t, 1));
+                }
+            }
+            return new Sample(batch, System.currentTimeMillis(), files, loaded);
+        }
+
+        /** Median over {@code rounds} of the time a reader with no cached state takes to load the table's state, and its active files. */
+        double[] loadSnapshot(Table t, int rounds) {
+            double[] ms = new double[rounds];
+            long files = 0;
+            for (int i = 0; i < rounds; i++) {
+                DeltaLog.clearCache();
+                long t0 = System.nanoTime();
+                Row d = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(t)).select("numFiles").first();
+                ms[i] = (System.nanoTime() - t0) / 1e6;
+                files = d.getLong(0);
+            }
+            return new double[] {BenchResults.median(ms), files};
+        }
+
+        void finish() throws Exception {
+            Row c = spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS))
+                    .selectExpr("count(*)", "count(DISTINCT kafka_partition, kafka_offset)").first();
+            rawCount = c.getLong(0);
+            distinctOffsets = c.getLong(1);
+            long dead = spark.read().format("delta").load(lakehouse.path(Table.DEAD_LETTER)).count();
+            complete = rawCount == produced.valid() && distinctOffsets == rawCount && dead == produced.invalid();
+            snapshotEnd = new LinkedHashMap<>();
+            logEnd = new LinkedHashMap<>();
+            ClosedDays closed = ClosedDays.load(spark, lakehouse);
+            for (Table t : TABLES) {
+                snapshotEnd.put(t, loadSnapshot(t, SNAPSHOT_ROUNDS));
+                logEnd.put(t, LogEnd.of(spark, lakehouse, t, closed));
+            }
+            writeCsv();
+            if (!maintained) {
+                read = analystRead();
+            }
+        }
+
+        /**
+         * One closed day read as an analyst reads it, before and after compaction, on the same data: the
+         * day's version now (uncompacted) against the version after {@link Maintenance} compacted it, by
+         * time travel, in interleaved rounds, each query a reader's first (no cached table state).
+         */
+        ObjectNode analystRead() {
+            LocalDate day = reconciled.isEmpty() ? null : reconciled.first();
+            ObjectNode o = BenchResults.JSON.createObjectNode();
+            if (day == null) {
+                o.put("skipped", "no closed day");
+                return o;
+            }
+            long writers = spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS)).where("event_date = DATE'" + day + "'")
+                    .selectExpr("count(DISTINCT batch_id)").first().getLong(0);
+            long kpiBefore = version(Table.KPI_5M);
+            long rawBefore = version(Table.RAW_EVENTS);
+            long[] filesBefore = {dayFiles(Table.KPI_5M, day), dayFiles(Table.RAW_EVENTS, day)};
+            new Maintenance(spark, config, jobLog, CommitRetry.defaults()).run(new Maintenance.Options(false, null, false));
+            long kpiAfter = version(Table.KPI_5M);
+            long rawAfter = version(Table.RAW_EVENTS);
+            long[] filesAfter = {dayFiles(Table.KPI_5M, day), dayFiles(Table.RAW_EVENTS, day)};
+            String kpiSql = "SELECT cell_site_id, sum(record_count) AS records, sum(total_gb) AS gb, "
+                    + "hll_sketch_estimate(hll_union_agg(subscriber_sketch)) AS subscribers FROM %s VERSION AS OF %d "
+                    + "WHERE event_date = DATE'" + day + "' GROUP BY cell_site_id ORDER BY cell_site_id";
+            String rawSql = "SELECT count(*), sum(volume_gb), count(DISTINCT subscriber_id), count(DISTINCT cell_site_id) FROM %s VERSION AS OF %d "
+                    + "WHERE event_date = DATE'" + day + "'";
+            String[] names = {"kpi_daily of the day", "raw_events scan of the day"};
+            String[][] sql = {
+                {String.format(kpiSql, lakehouse.ref(Table.KPI_5M), kpiBefore), String.format(kpiSql, lakehouse.ref(Table.KPI_5M), kpiAfter)},
+                {String.format(rawSql, lakehouse.ref(Table.RAW_EVENTS), rawBefore), String.format(rawSql, lakehouse.ref(Table.RAW_EVENTS), rawAfter)}};
+            o.put("day", day.toString());
+            o.put("micro_batches_that_wrote_the_day", writers);
+            ArrayNode queries = o.putArray("queries");
+            for (int q = 0; q < 2; q++) {
+                double[][] ms = new double[2][READ_ROUNDS];
+                List<Row> results0 = null;
+                List<Row> results1 = null;
+                for (int round = 0; round < READ_ROUNDS; round++) {
+                    for (int k = 0; k < 2; k++) {
+                        int which = (round % 2 == 0) ? k : 1 - k; // alternate which goes first
+                        DeltaLog.clearCache();
+                        long t0 = System.nanoTime();
+                        List<Row> rows = spark.sql(sql[q][which]).collectAsList();
+                        ms[which][round] = (System.nanoTime() - t0) / 1e6;
+                        if (which == 0) {
+                            results0 = rows;
+                        } else {
+                            results1 = rows;
+                        }
+                    }
+                }
+                ObjectNode qo = queries.addObject();
+                qo.put("query", names[q]);
+                qo.put("files_before", filesBefore[q]);
+                qo.put("files_after", filesAfter[q]);
+                qo.put("ms_before", BenchResults.round(BenchResults.median(ms[0]), 1));
+                qo.put("ms_after", BenchResults.round(BenchResults.median(ms[1]), 1));
+                qo.put("speedup", BenchResults.round(BenchResults.median(ms[0]) / BenchResults.median(ms[1]), 2));
+                qo.put("same_result", String.valueOf(results0).equals(String.valueOf(results1)));
+                qo.put("rows", results0.size());
+            }
+            return o;
+        }
+
+        private long version(Table t) {
+            return io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(t)).history(1).select("version").first().getLong(0);
+        }
+
+        private long dayFiles(Table t, LocalDate day) {
+            return spark.read().format("delta").load(lakehouse.path(t)).where("event_date = DATE'" + day + "'")
+                    .selectExpr("count(DISTINCT _metadata.file_path)").first().getLong(0);
+        }
+
+        /** Median batch duration (stream_progress duration_ms) and interval between batch ends over the window ending at batch {@code mark}. */
+        double[] atMark(int mark) {
+            int end = Math.min(mark, batches.size());
+            int from = Math.max(1, end - MARK_WINDOW);
+            double[] dur = new double[end - from];
+            double[] gap = new double[end - from];
+            for (int i = from; i < end; i++) {
+                dur[i - from] = batches.get(i)[2];
+                gap[i - from] = batches.get(i)[3] - batches.get(i - 1)[3];
+            }
+            return new double[] {end, BenchResults.median(dur), BenchResults.median(gap)};
+        }
+
+        List<Integer> marks() {
+            List<Integer> m = new ArrayList<>();
+            for (int k : MARKS) {
+                if (k <= batches.size()) {
+                    m.add(k);
+                }
+            }
+            if (m.isEmpty() || m.get(m.size() - 1) < batches.size()) {
+                m.add(batches.size());
+            }
+            return m;
+        }
+
+        void writeCsv() throws IOException {
+            StringBuilder b = new StringBuilder("batch_id,records_in,duration_ms,finished_ms\n");
+            for (long[] x : batches) {
+                b.append(x[0]).append(',').append(x[1]).append(',').append(x[2]).append(',').append(x[3]).append('\n');
+            }
+            Files.writeString(dir.resolve("batches.csv"), b);
+            StringBuilder c = new StringBuilder("batch,table,log_files,log_bytes,checkpoints,checkpoint_bytes,data_files_on_disk,data_bytes_on_disk,"
+                    + "snapshot_ms,active_files\n");
+            for (Sample x : samples) {
+                for (Table t : TABLES) {
+                    TableFiles f = x.files().get(t);
+                    double[] l = x.loaded().get(t);
+                    c.append(x.batch()).append(',').append(t.tableName()).append(',').append(f.logFiles()).append(',').append(f.logBytes()).append(',')
+                            .append(f.checkpoints()).append(',').append(f.lastCheckpointBytes()).append(',').append(f.dataFiles()).append(',')
+                            .append(f.dataBytes()).append(',').append(l == null ? "" : String.format(Locale.ROOT, "%.1f", l[0])).append(',')
+                            .append(l == null ? "" : String.valueOf((long) l[1])).append('\n');
+                }
+            }
+            Files.writeString(dir.resolve("samples.csv"), c);
+        }
+
+        String summary() {
+            StringBuilder b = new StringBuilder();
+            b.append(String.format(Locale.ROOT, "%n### %s: %,d batches in %.1f min; raw_events %,d of %,d valid records (%,d distinct offsets): %s%n%n",
+                    mode, batches.size(), wallMs / 60_000.0, rawCount, produced.valid(), distinctOffsets,
+                    complete ? "every record exactly once" : "INCOMPLETE: figures NOT valid"));
+            b.append("| batch | median batch s (50 up to it) | median interval s | vs batch ").append(marks().get(0)).append(" |\n|---:|---:|---:|---:|\n");
+            double base = atMark(marks().get(0))[2];
+            for (int k : marks()) {
+                double[] m = atMark(k);
+                b.append(String.format(Locale.ROOT, "| %,d | %.3f | %.3f | %.2fx |%n", k, m[1] / 1000, m[2] / 1000, m[2] / base));
+            }
+            b.append("\n| table | log files | log MB | checkpoint KB | data files on disk | active files | snapshot load ms |\n|---|---:|---:|---:|---:|---:|---:|\n");
+            Sample last = samples.get(samples.size() - 1);
+            for (Table t : TABLES) {
+                TableFiles f = last.files().get(t);
+                double[] l = snapshotEnd.get(t);
+                b.append(String.format(Locale.ROOT, "| %s | %,d | %.2f | %.1f | %,d | %,d | %.0f |%n", t.tableName(), f.logFiles(), f.logBytes() / 1e6,
+                        f.lastCheckpointBytes() / 1e3, f.dataFiles(), (long) l[1], l[0]));
+            }
+            double rec = upkeep.stream().mapToDouble(u -> u[1]).sum();
+            double mnt = upkeep.stream().mapToDouble(u -> u[2]).sum();
+            b.append(String.format(Locale.ROOT, "%nupkeep: %d rounds, reconcile %.0f s, maintain %.0f s in all; load average %s%n", upkeep.size(), rec, mnt,
+                    BenchResults.loadAverage()));
+            if (read != null && read.has("queries")) {
+                b.append(String.format(Locale.ROOT, "%nanalyst read of %s (written by %,d micro-batches), before -> after compaction, median of %d interleaved rounds, "
+                        + "each a reader's first query:%n", read.get("day").asText(), read.get("micro_batches_that_wrote_the_day").asLong(), READ_ROUNDS));
+                for (JsonNode q : read.get("queries")) {
+                    b.append(String.format(Locale.ROOT, "  %s: %,d -> %,d files, %.0f -> %.0f ms, %.1fx faster, same result: %s%n", q.get("query").asText(),
+                            q.get("files_before").asLong(), q.get("files_after").asLong(), q.get("ms_before").asDouble(), q.get("ms_after").asDouble(),
+                            q.get("speedup").asDouble(), q.get("same_result").asBoolean()));
+                }
+            }
+            return b.toString();
+        }
+
+        ObjectNode json() {
+            ObjectNode o = BenchResults.JSON.createObjectNode();
+            o.put("batches", batches.size());
+            o.put("wall_minutes", BenchResults.round(wallMs / 60_000.0, 2));
+            o.put("complete", complete);
+            o.put("raw_events", rawCount);
+            ArrayNode marks = o.putArray("per_batch");
+            double base = atMark(marks().get(0))[2];
+            for (int k : marks()) {
+                double[] m = atMark(k);
+                ObjectNode x = marks.addObject();
+                x.put("batch", k);
+                x.put("median_duration_s", BenchResults.round(m[1] / 1000, 3));
+                x.put("median_interval_s", BenchResults.round(m[2] / 1000, 3));
+                x.put("interval_vs_first_mark", BenchResults.round(m[2] / base, 3));
+            }
+            ObjectNode end = o.putObject("tables_at_end");
+            Sample last = samples.get(samples.size() - 1);
+            for (Table t : TABLES) {
+                TableFiles f = last.files().get(t);
+                ObjectNode x = end.putObject(t.tableName());
+                x.put("log_files", f.logFiles());
+                x.put("log_bytes", f.logBytes());
+                x.put("json_commit_bytes", f.jsonBytes());
+                x.put("json_commits", f.jsonCommits());
+                x.put("checkpoints", f.checkpoints());
+                x.put("last_checkpoint_bytes", f.lastCheckpointBytes());
+                x.put("data_files_on_disk", f.dataFiles());
+                x.put("data_bytes_on_disk", f.dataBytes());
+                x.put("active_files", (long) snapshotEnd.get(t)[1]);
+                x.put("snapshot_load_ms", BenchResults.round(snapshotEnd.get(t)[0], 1));
+                x.put("adds", logEnd.get(t).adds());
+                x.put("removes", logEnd.get(t).removes());
+                x.put("checkpoint_entries", logEnd.get(t).checkpointEntries());
+                x.put("closed_days", logEnd.get(t).closedDays());
+                x.put("closed_day_files", logEnd.get(t).closedDayFiles());
+                x.put("open_day_files", logEnd.get(t).openDayFiles());
+            }
+            ArrayNode over = o.putArray("samples");
+            for (Sample x : samples) {
+                ObjectNode so = over.addObject();
+                so.put("batch", x.batch());
+                for (Table t : TABLES) {
+                    TableFiles f = x.files().get(t);
+                    ObjectNode to = so.putObject(t.tableName());
+                    to.put("log_files", f.logFiles());
+                    to.put("log_bytes", f.logBytes());
+                    to.put("checkpoint_bytes", f.lastCheckpointBytes());
+                    to.put("data_files_on_disk", f.dataFiles());
+                    if (x.loaded().containsKey(t)) {
+                        to.put("snapshot_ms", BenchResults.round(x.loaded().get(t)[0], 1));
+                        to.put("active_files", (long) x.loaded().get(t)[1]);
+                    }
+                }
+            }
+            ArrayNode up = o.putArray("upkeep");
+            for (double[] u : upkeep) {
+                up.addObject().put("batch", (long) u[0]).put("reconcile_s", BenchResults.round(u[1], 1)).put("maintain_s", BenchResults.round(u[2], 1));
+            }
+            if (read != null) {
+                o.set("analyst_read", read);
+            }
+            return o;
+        }
+    }
+
+    record Sample(int batch, long atMs, Map<Table, TableFiles> files, Map<Table, double[]> loaded) {
+    }
+
+    /** A table's files on disk: its log (commits, checkpoints) and its data files, referenced or not. */
+    record TableFiles(long logFiles, long logBytes, long jsonCommits, long jsonBytes, long checkpoints, long lastCheckpointBytes, long dataFiles,
+                      long dataBytes) {
+        static TableFiles of(Path table) {
+            long[] v = new long[8];
+            Path log = table.resolve("_delta_log");
+            if (!Files.isDirectory(table)) {
+                return new TableFiles(0, 0, 0, 0, 0, 0, 0, 0);
+            }
+            long newestCheckpoint = -1;
+            try (Stream<Path> all = Files.walk(table)) {
+                for (Path p : (Iterable<Path>) all.filter(Files::isRegularFile)::iterator) {
+                    String name = p.getFileName().toString();
+                    long size = Files.size(p);
+                    if (p.startsWith(log)) {
+                        v[0]++;
+                        v[1] += size;
+                        if (name.matches("\\d{20}\\.json")) {
+                            v[2]++;
+                            v[3] += size;
+                        } else if (name.contains(".checkpoint") && name.endsWith(".parquet")) {
+                            v[4]++;
+                            long version = Long.parseLong(name.substring(0, 20));
+                            if (version > newestCheckpoint) {
+                                newestCheckpoint = version;
+                                v[5] = size;
+                            }
+                        }
+                    } else if (name.endsWith(".parquet")) {
+                        v[6]++;
+                        v[7] += size;
+                    }
+                }
+            } catch (IOException | java.io.UncheckedIOException e) {
+                // a file vacuumed or cleaned up while listing: the next sample counts again
+            }
+            return new TableFiles(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        }
+    }
+
+    /**
+     * A year at the default 10 s trigger (8,640 batches a day), from what the run measured per table:
+     * active files of closed days per day and of open days per batch, files removed per batch
+     * (the tombstones a checkpoint carries for the 7 days of delta.deletedFileRetentionDuration),
+     * bytes per checkpoint entry, JSON bytes per commit, and snapshot load time against checkpoint
+     * size (a least-squares line over every probe of both runs). Log files are capped by the 7-day
+     * delta.logRetentionDuration: 60,480 commits and, at a checkpoint every 10, 6,048 checkpoints.
+     * Unmaintained, every closed day keeps its files (8,640 / batches-per-day times the run's per day);
+     * maintained, a closed day keeps what compaction left (1 file when the run closed no day of the table).
+     */
+    static ObjectNode extrapolate(Map<String, Run> runs) {
+        ObjectNode o = BenchResults.JSON.createObjectNode();
+        o.put("model", "a year = " + YEAR_BATCHES + " batches at 10 s (8,640 a day); 7-day log retention keeps " + RETAINED_BATCHES
+                + " commits and " + RETAINED_BATCHES / 10 + " checkpoints; active files = closed days x files per closed day (unmaintained: scaled"
+                + " to 8,640 batches a day; maintained: as compacted) + the open day's files at 8,640 batches; tombstones = files removed per batch"
+                + " x 7 days of batches; checkpoint = (active + tombstones) x measured bytes per entry; snapshot load = least-squares line of the"
+                + " measured load times on checkpoint bytes");
+        Map<Table, double[]> fit = new LinkedHashMap<>();
+        for (Table t : TABLES) {
+            List<double[]> points = new ArrayList<>();
+            for (Run r : runs.values()) {
+                for (Sample x : r.samples) {
+                    if (x.loaded().containsKey(t)) {
+                        points.add(new double[] {x.files().get(t).lastCheckpointBytes(), x.loaded().get(t)[0]});
+                    }
+                }
+                points.add(new double[] {r.samples.get(r.samples.size() - 1).files().get(t).lastCheckpointBytes(), r.snapshotEnd.get(t)[0]});
+            }
+            fit.put(t, leastSquares(points));
+        }
+        ObjectNode lines = o.putObject("snapshot_ms_per_checkpoint_mb");
+        fit.forEach((t, f) -> lines.putObject(t.tableName()).put("intercept_ms", BenchResults.round(f[0], 1)).put("ms_per_mb", BenchResults.round(f[1] * 1e6, 2)));
+        for (Map.Entry<String, Run> e : runs.entrySet()) {
+            Run r = e.getValue();
+            boolean maintained = e.getKey().equals("maintained");
+            double n = r.batches.size();
+            double perDay = r.s.batchesPerDay();
+            ObjectNode m = o.putObject(e.getKey());
+            for (Table t : TABLES) {
+                TableFiles f = r.samples.get(r.samples.size() - 1).files().get(t);
+                LogEnd end = r.logEnd.get(t);
+                double open = end.openDayFiles();
+                double openBatches = Math.max(1, n - end.closedDays() * perDay);
+                double perClosedDay = end.closedDays() == 0 ? (maintained ? 1 : open / openBatches * perDay) : end.closedDayFiles() / end.closedDays();
+                double active = t == Table.STREAM_PROGRESS
+                        ? (maintained ? r.snapshotEnd.get(t)[1] : r.snapshotEnd.get(t)[1] / n * YEAR_BATCHES)
+                        : (maintained ? perClosedDay : perClosedDay * 8_640 / perDay) * 365 + open / openBatches * 8_640;
+                double tombstones = end.removes() / n * RETAINED_BATCHES;
+                double bytesPerEntry = end.checkpointEntries() == 0 ? 0 : f.lastCheckpointBytes() / (double) end.checkpointEntries();
+                double checkpoint = bytesPerEntry * (active + tombstones);
+                double jsonPerCommit = f.jsonCommits() == 0 ? 0 : (double) f.jsonBytes() / f.jsonCommits();
+                double log = jsonPerCommit * RETAINED_BATCHES + checkpoint * (RETAINED_BATCHES / 10.0);
+                double[] line = fit.get(t);
+                ObjectNode x = m.putObject(t.tableName());
+                x.put("active_files", Math.round(active));
+                x.put("tombstones", Math.round(tombstones));
+                x.put("checkpoint_mb", BenchResults.round(checkpoint / 1e6, 2));
+                x.put("log_gb", BenchResults.round(log / 1e9, 2));
+                x.put("snapshot_s", BenchResults.round(Math.max(0, line[0] + line[1] * checkpoint) / 1000, 2));
+            }
+        }
+        return o;
+    }
+
+    /** Intercept and slope of the least-squares line through the points (slope 0 when x does not vary). */
+    static double[] leastSquares(List<double[]> points) {
+        double n = points.size();
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (double[] p : points) {
+            sx += p[0];
+            sy += p[1];
+            sxx += p[0] * p[0];
+            sxy += p[0] * p[1];
+        }
+        double d = n * sxx - sx * sx;
+        double slope = d == 0 ? 0 : (n * sxy - sx * sy) / d;
+        return new double[] {(sy - slope * sx) / n, slope};
+    }
+
+    /**
+     * A table's log at the end of a run: add and remove actions over every commit, entries of the newest
+     * checkpoint ({@code _last_checkpoint}'s size), and its active files on closed and on open days.
+     */
+    record LogEnd(long adds, long removes, long checkpointEntries, long closedDays, long closedDayFiles, long openDayFiles) {
+        static LogEnd of(SparkSession spark, Lakehouse lakehouse, Table t, ClosedDays closed) throws IOException {
+            Path log = Path.of(lakehouse.path(t), "_delta_log");
+            long adds = 0;
+            long removes = 0;
+            try (Stream<Path> files = Files.list(log)) {
+                for (Path p : (Iterable<Path>) files.filter(p -> p.getFileName().toString().matches("\\d{20}\\.json"))::iterator) {
+                    for (String line : Files.readAllLines(p)) {
+                        if (line.startsWith("{\"add\"")) {
+                            adds++;
+                        } else if (line.startsWith("{\"remove\"")) {
+                            removes++;
+                        }
+                    }
+                }
+            }
+            Path last = log.resolve("_last_checkpoint");
+            long entries = Files.exists(last) ? BenchResults.JSON.readTree(last.toFile()).path("size").asLong() : 0;
+            String day = switch (t) {
+                case DEAD_LETTER -> "arrival_date";
+                case STREAM_PROGRESS -> null;
+                default -> "event_date";
+            };
+            long closedDays = 0, closedFiles = 0, openFiles = 0;
+            if (day != null) {
+                for (Row r : spark.read().format("delta").load(lakehouse.path(t)).groupBy(day)
+                        .agg(org.apache.spark.sql.functions.countDistinct(org.apache.spark.sql.functions.col("_metadata.file_path"))).collectAsList()) {
+                    if (closed.isClosed(r.getDate(0).toLocalDate())) {
+                        closedDays++;
+                        closedFiles += r.getLong(1);
+                    } else {
+                        openFiles += r.getLong(1);
+                    }
+                }
+            }
+            return new LogEnd(adds, removes, entries, closedDays, closedFiles, openFiles);
+        }
+    }
+
+    static String yearTable(JsonNode year) {
+        StringBuilder b = new StringBuilder("\n### A year at the default 10 s trigger, extrapolated\n\n" + year.get("model").asText()
+                + "\n\n| run | table | active files | tombstones | checkpoint MB | log GB | snapshot load s |\n|---|---|---:|---:|---:|---:|---:|\n");
+        year.fields().forEachRemaining(run -> {
+            if (run.getValue().isObject() && !run.getKey().startsWith("snapshot")) {
+                run.getValue().fields().forEachRemaining(t -> b.append(String.format(Locale.ROOT, "| %s | %s | %,d | %,d | %.1f | %.1f | %.1f |%n",
+                        run.getKey(), t.getKey(), t.getValue().get("active_files").asLong(), t.getValue().get("tombstones").asLong(),
+                        t.getValue().get("checkpoint_mb").asDouble(), t.getValue().get("log_gb").asDouble(), t.getValue().get("snapshot_s").asDouble())));
+            }
+        });
+        return b.toString();
+    }
+
+    private LongHaulBenchmark() {
+    }
+}
