@@ -1,4 +1,4 @@
-"""spark-submit of the batch jobs (ReconcileJob for now) from Airflow, through the Spark provider's
+"""spark-submit of the batch jobs (ReconcileJob, Maintenance) from Airflow, through the Spark provider's
 public API only.
 
 The JVM options Spark 4.2 needs on Java 17 (--add-opens ...) are read from the jar being submitted
@@ -22,6 +22,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from tidemark_airflow.run_ids import attempt_run_id
 
 JOB_CLASS = "io.tidemark.reconcile.ReconcileJob"
+MAINTAIN_CLASS = "io.tidemark.reconcile.Maintenance"
 JVM_OPTIONS_RESOURCE = "tidemark/jvm.options"
 REFUSED = 2  # the batch jobs' exit status for a request they will not run (bad arguments, an open day)
 # How SparkSubmitHook.submit reports a non-zero exit (its message also ends with spark-submit's last lines).
@@ -160,3 +161,20 @@ class ReconcileSubmitOperator(BatchJobSubmitOperator):
         result = super().execute(context)
         return {"selection": self.selection, "run_id": self._attempt_run_id, **result}
 
+
+class MaintainSubmitOperator(BatchJobSubmitOperator):
+    """spark-submit of Maintenance (compact the closed days, vacuum) with the plan's ``maintain_args``;
+    skipped when the plan has none (param maintain false). Never ``--force``: the plan refuses a vacuum
+    retention below Delta's safety minimum, and the job would refuse it too (exit 2)."""
+
+    job_command = "maintain"
+
+    def __init__(self, *, plan_task: str, **kwargs: Any) -> None:
+        kwargs.setdefault("name", "tidemark-maintain")
+        super().__init__(java_class=MAINTAIN_CLASS, plan_task=plan_task, **kwargs)
+
+    def job_args(self, plan: Mapping[str, Any], context) -> list[str]:
+        args = plan.get("maintain_args")
+        if args is None:
+            raise AirflowSkipException("maintenance is off for this run (maintain is false)")
+        return list(args)
