@@ -3,16 +3,21 @@
 
 Recomputes closed UTC days from `raw_events` with `io.tidemark.reconcile.ReconcileJob`
 (spark-submit of `tidemark-spark-jobs.jar`), replaces their `kpi_5m` partitions (`source = batch`)
-and fails the run when the stream drifted from the truth by more than `drift_threshold` on any day.
+and fails the run when the stream drifted from the truth by more than `drift_threshold` on any day;
+then compacts the closed days and vacuums (`io.tidemark.reconcile.Maintenance`).
 
 1. `validate_params`: refuses, without retries and with a one-line reason, bad dates, an empty range,
-   a day the stream has not closed (`stream_progress.last_closed_day`), a missing lakehouse, jar or
-   `spark_default` connection.
+   a day the stream has not closed (`stream_progress.last_closed_day`), a `vacuum_retention_hours` below
+   168 (Delta's safety minimum), a missing lakehouse, jar or `spark_default` connection.
 2. `reconcile_selection`: the range (`--from/--to`), else the `recent_days` most recent closed days.
 3. `reconcile_dirty`: `--dirty` (closed days with late records since their last reconcile); skipped
    when `include_dirty` is false.
 4. `check_drift`: this run's summary rows of `reconcile_report` (run ids `<dag run>.<task>.<try>`),
    pushed as XCom `drift_summary`; fails naming the days over the threshold and their worst cells.
+5. `maintain`, beside `check_drift` after the reconciles (so it compacts the days they rewrote and
+   never contends with them): compacts the closed days, then vacuums files older than
+   `vacuum_retention_hours` (`--no-vacuum` when `vacuum` is false); skipped when `maintain` is false.
+   A drift failure does not stop it: drift is about the numbers, maintenance about the files.
 
 Reconciles never overlap: `max_active_runs=1`, one Spark task at a time. Setup (the `tidemark_airflow`
 package on `PYTHONPATH`, connection, Variables) and params: `docs/operations.md`, section
@@ -30,8 +35,9 @@ from airflow.sdk.exceptions import AirflowFailException
 
 try:
     from tidemark_airflow import CHECK_TASK, DAG_ID, DRIFT_XCOM_KEY, drift, lakehouse, settings
-    from tidemark_airflow.reconcile_plan import DEFAULT_DRIFT_THRESHOLD, ReconcileRequestError, days_between, plan_reconcile
-    from tidemark_airflow.reconcile_submit import ReconcileSubmitOperator
+    from tidemark_airflow.reconcile_plan import (DEFAULT_DRIFT_THRESHOLD, MIN_VACUUM_RETENTION_HOURS,
+                                                 ReconcileRequestError, days_between, plan_maintain, plan_reconcile)
+    from tidemark_airflow.reconcile_submit import MaintainSubmitOperator, ReconcileSubmitOperator
 except ModuleNotFoundError as e:  # say what to do instead of a bare import error in the Airflow UI
     if not (e.name or "").startswith("tidemark_airflow"):
         raise
@@ -41,6 +47,7 @@ except ModuleNotFoundError as e:  # say what to do instead of a bare import erro
 DEFAULT_SCHEDULE = "30 1 * * *"
 PLAN_TASK = "validate_params"
 RECONCILE_TASKS = ("reconcile_selection", "reconcile_dirty")
+MAINTAIN_TASK = "maintain"
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
 
 
@@ -81,17 +88,24 @@ def _schedule() -> str | None:
         "lakehouse": Param(None, type=["null", "string"],
                            description="Lakehouse root (absolute path or URI); empty: Variable tidemark_lakehouse, "
                                        "else env TIDEMARK_LAKEHOUSE."),
+        "maintain": Param(True, type="boolean", description="After the reconciles, compact the closed days and "
+                                                              "vacuum (tidemark maintain)."),
+        "vacuum": Param(True, type="boolean", description="Maintenance also vacuums; false: compact only."),
+        "vacuum_retention_hours": Param(MIN_VACUUM_RETENTION_HOURS, type="integer", minimum=1,
+                                        description="Vacuum files no table version of the last this many hours "
+                                                    "needs; at least 168 (7 days, Delta's safety minimum)."),
     },
 )
 def tidemark_reconcile():
     @task(task_id=PLAN_TASK, retries=1, execution_timeout=dt.timedelta(minutes=10))
     def validate_params(**context) -> dict:
-        """Refuses bad requests (bad dates, empty range, open days, missing lakehouse/jar/connection)."""
+        """Refuses bad requests (bad dates, empty range, open days, short vacuum retention, missing
+        lakehouse/jar/connection)."""
         params = context["params"]
         try:
             lake, jar = settings.lakehouse(params.get("lakehouse")), settings.jobs_jar()
             settings.require_spark_connection()
-            plan = plan_reconcile(params, lakehouse.read_stream_progress(lake))
+            plan = {**plan_reconcile(params, lakehouse.read_stream_progress(lake)), **plan_maintain(params)}
         except ReconcileRequestError as e:
             raise AirflowFailException(f"refused: {e}") from None
         plan.update(lakehouse=lake, jar=jar)
@@ -102,6 +116,8 @@ def tidemark_reconcile():
                                                   conn_id=settings.SPARK_CONN_ID, max_active_tis_per_dag=1)
     reconcile_dirty = ReconcileSubmitOperator(task_id=RECONCILE_TASKS[1], selection="dirty", plan_task=PLAN_TASK,
                                               conn_id=settings.SPARK_CONN_ID, max_active_tis_per_dag=1)
+    maintain = MaintainSubmitOperator(task_id=MAINTAIN_TASK, plan_task=PLAN_TASK, conn_id=settings.SPARK_CONN_ID,
+                                      trigger_rule="none_failed_min_one_success", max_active_tis_per_dag=1)
 
     @task(task_id=CHECK_TASK, trigger_rule="none_failed_min_one_success", retries=1,
           execution_timeout=dt.timedelta(minutes=15))
@@ -117,9 +133,9 @@ def tidemark_reconcile():
             raise AirflowFailException(reason)
 
     check = check_drift()
-    validate_params() >> reconcile_selection >> reconcile_dirty >> check
+    validate_params() >> reconcile_selection >> reconcile_dirty >> [check, maintain]
     # Also directly: with reconcile_dirty skipped, "min one success" must still see reconcile_selection.
-    reconcile_selection >> check
+    reconcile_selection >> [check, maintain]
 
 
 tidemark_reconcile()

@@ -18,7 +18,7 @@ PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
 
 from tidemark_airflow import testing  # noqa: E402
-from tidemark_airflow.cli import Output, drift_lines, main  # noqa: E402
+from tidemark_airflow.cli import Output, build_parser, drift_lines, main, trigger_conf  # noqa: E402
 from tidemark_airflow.credentials import UsageError, load_credentials  # noqa: E402
 
 SECRET = "s3cr3t-Pa55word-never-printed"
@@ -31,6 +31,13 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
     full.update(env or {})
     return subprocess.run([sys.executable, "-m", "tidemark_airflow", *args], env=full, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def test_trigger_conf_sets_maintain_only_when_asked():
+    conf = lambda *a: trigger_conf(build_parser().parse_args(["trigger", *a]))  # noqa: E731
+    assert "maintain" not in conf("--from", "2026-11-27")  # the DAG's default
+    assert conf("--from", "2026-11-27", "--no-maintain")["maintain"] is False
+    assert conf("--recent", "2", "--maintain") == {"recent_days": 2, "maintain": True}
 
 
 @pytest.mark.parametrize("args, message", [

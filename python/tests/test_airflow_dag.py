@@ -1,8 +1,9 @@
 """The reconcile DAG on a real Airflow, without Spark: it imports, its shape, the params schema, dag.test
-refusing an open day, and spark-submit (a stand-in script) refusing the request with exit status 2.
+refusing an open day and a short vacuum retention, and spark-submit (a stand-in script) refusing the
+request with exit status 2, for reconcile and for maintain.
 
 Planning and the drift check are tested on the package itself: test_reconcile_plan.py, test_drift.py.
-Run: .venv/bin/python -m pytest python/tests/test_airflow_dag.py   (~30 s; two dag.test runs that fail fast)
+Run: .venv/bin/python -m pytest python/tests/test_airflow_dag.py   (~45 s; four dag.test runs that fail fast)
 """
 
 from __future__ import annotations
@@ -52,20 +53,32 @@ def test_dag_folder_imports_without_errors():
     assert dagmod.DEFAULT_SCHEDULE == "30 1 * * *"
     assert dag.start_date == dt.datetime(2026, 1, 1, tzinfo=UTC)
     assert dag.get_task("validate_params").downstream_task_ids == {"reconcile_selection"}
-    assert dag.get_task("reconcile_selection").downstream_task_ids == {"reconcile_dirty", "check_drift"}
-    assert dag.get_task("reconcile_dirty").downstream_task_ids == {"check_drift"}
+    assert dag.get_task("reconcile_selection").downstream_task_ids == {"reconcile_dirty", "check_drift", "maintain"}
+    assert dag.get_task("reconcile_dirty").downstream_task_ids == {"check_drift", "maintain"}
+    # maintain beside check_drift, not after it: a drift failure does not stop maintenance
+    assert dag.get_task("check_drift").downstream_task_ids == set() == dag.get_task("maintain").downstream_task_ids
     for tid, selection in (("reconcile_selection", "selection"), ("reconcile_dirty", "dirty")):
         t = dag.get_task(tid)
         assert isinstance(t, SparkSubmitOperator) and isinstance(t, reconcile_submit.ReconcileSubmitOperator)
         assert t.selection == selection and t.plan_task == "validate_params"
+    maintain = dag.get_task("maintain")
+    assert isinstance(maintain, SparkSubmitOperator) and isinstance(maintain, reconcile_submit.MaintainSubmitOperator)
+    assert maintain.plan_task == "validate_params"
+    for tid in ("reconcile_selection", "reconcile_dirty", "maintain"):
+        t = dag.get_task(tid)
+        assert isinstance(t, reconcile_submit.BatchJobSubmitOperator)  # one shared spark-submit path
         assert t.retries == 2 and t.retry_delay == dt.timedelta(minutes=5)
         assert t.execution_timeout == dt.timedelta(hours=3)
         assert t.max_active_tis_per_dag == 1
     # (the connection, the main class and the conf are checked on the real spark-submit command line below)
     assert dag.get_task("check_drift").trigger_rule == "none_failed_min_one_success"
-    assert set(dag.params) == {"from_date", "to_date", "recent_days", "include_dirty", "drift_threshold", "lakehouse"}
+    assert maintain.trigger_rule == "none_failed_min_one_success"
+    assert set(dag.params) == {"from_date", "to_date", "recent_days", "include_dirty", "drift_threshold", "lakehouse",
+                               "maintain", "vacuum", "vacuum_retention_hours"}
     assert dag.params["recent_days"] == 3 and dag.params["include_dirty"] is True
     assert dag.params["drift_threshold"] == 0.05
+    assert dag.params["maintain"] is True and dag.params["vacuum"] is True
+    assert dag.params["vacuum_retention_hours"] == 168
 
 
 def test_dag_file_is_short_and_its_top_level_cheap(tmp_path):
@@ -90,11 +103,16 @@ def test_params_schema_rejects_malformed_dates():
     dag = dagmod.tidemark_reconcile()  # a fresh DAG object from the decorated function
     bad = [("from_date", "2026-1-05", "is not a .date."), ("to_date", "2026-02-30", "is not a 'date'"),
            ("to_date", 20261128, "is not of type"), ("recent_days", 0, "less than the minimum"),
-           ("drift_threshold", -1, "less than the minimum"), ("include_dirty", "no", "is not of type 'boolean'")]
+           ("drift_threshold", -1, "less than the minimum"), ("include_dirty", "no", "is not of type 'boolean'"),
+           ("maintain", "no", "is not of type 'boolean'"), ("vacuum", 0, "is not of type 'boolean'"),
+           ("vacuum_retention_hours", 1.5, "is not of type 'integer'"),
+           ("vacuum_retention_hours", 0, "less than the minimum")]
     for name, value, why in bad:
         with pytest.raises(ParamValidationError, match=why):
             dag.params.get_param(name).resolve(value)
-    for name, value in (("from_date", "2026-11-27"), ("to_date", None), ("drift_threshold", 0), ("recent_days", 7)):
+    # a retention below 168 passes the schema: validate_params refuses it with the reason (test below)
+    for name, value in (("from_date", "2026-11-27"), ("to_date", None), ("drift_threshold", 0), ("recent_days", 7),
+                        ("maintain", False), ("vacuum_retention_hours", 24)):
         assert dag.params.get_param(name).resolve(value) == value
 
 
@@ -163,6 +181,16 @@ def test_exit_status_is_read_from_the_hooks_exception(tmp_path, status):
     assert reconcile_submit.exit_status(e.value) == status
     assert reconcile_submit.job_message(e.value) == "tidemark reconcile: day 2026-11-28 is not closed yet (stand-in)"
     assert reconcile_submit.exit_status(AirflowException("something else")) is None
+    assert reconcile_submit.job_message(e.value, "maintain") is None
+
+
+def test_maintain_is_skipped_when_the_plan_has_none():
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    op = reconcile_submit.MaintainSubmitOperator(task_id="m", plan_task="p")
+    assert op.job_args({"maintain_args": ["--no-vacuum"]}, {}) == ["--no-vacuum"]
+    with pytest.raises(AirflowSkipException, match="maintain is false"):
+        op.job_args({"maintain_args": None}, {})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -192,6 +220,19 @@ def test_dag_test_refuses_an_open_day_before_any_spark(tmp_path):
     assert "spark-submit" not in result.output.replace("spark-submit-jar", "")
 
 
+def test_dag_test_refuses_a_vacuum_retention_below_168(tmp_path):
+    write_stream_progress(tmp_path / "lake", [(4, "2026-11-29T01:00:00", "2026-11-28")])
+    jar = tmp_path / "jobs.jar"
+    jar.write_bytes(b"not used: the run stops before spark-submit")
+    result = testing.dag_test(dag_env(tmp_path, jar), {"vacuum_retention_hours": 167,
+                                                        "lakehouse": str(tmp_path / "lake")}, timeout=600)
+    assert result.state == "failed", result.output[-4000:]
+    assert result.tasks["validate_params"] == "failed"
+    assert result.tasks["maintain"] == result.tasks["reconcile_selection"] == "upstream_failed"
+    assert "refused: vacuum_retention_hours 167 is below Delta's safety minimum of 168 hours (7 days)" in result.output
+    assert "spark-submit" not in result.output.replace("spark-submit-jar", "")
+
+
 def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
     """spark-submit of the planned command; the job's refusal (exit 2) fails the task on its first try."""
     write_stream_progress(tmp_path / "lake", [(4, "2026-11-29T01:00:00", "2026-11-28")])
@@ -203,7 +244,8 @@ def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
                                     "lakehouse": str(tmp_path / "lake")}, timeout=600)
     assert result.state == "failed", result.output[-4000:]
     assert result.tasks == {"validate_params": "success", "reconcile_selection": "failed",
-                            "reconcile_dirty": "upstream_failed", "check_drift": "upstream_failed"}
+                            "reconcile_dirty": "upstream_failed", "check_drift": "upstream_failed",
+                            "maintain": "upstream_failed"}
     assert "the reconcile job refused the request (exit 2): tidemark reconcile: day 2026-11-28 is not closed yet " \
            "(stand-in)" in result.output
     calls = [json.loads(line) for line in argv_log.read_text().splitlines()]
@@ -216,3 +258,59 @@ def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
     app = argv.index(str(tmp_path / "jobs.jar"))
     assert argv[app + 1:] == ["--from", "2026-11-27", "--to", "2026-11-28",
                               "--run-id", f"{result.run_id}.reconcile_selection.1", f"lakehouse={tmp_path / 'lake'}"]
+
+
+def fake_jobs_spark_submit(bindir: Path, log: Path) -> Path:
+    """A spark-submit stand-in for both jobs: ReconcileJob writes a summary row 10 % off for its run id
+    (check_drift fails on it), Maintenance refuses like the real job (exit 2)."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    script = bindir / "spark-submit"
+    script.write_text(f"""#!{sys.executable}
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+argv = sys.argv[1:]
+with open({str(log)!r}, "a") as f:
+    f.write(json.dumps(argv) + "\\n")
+lake = Path(next(a for a in argv if a.startswith("lakehouse=")).split("=", 1)[1])
+if argv[argv.index("--class") + 1] == "io.tidemark.reconcile.ReconcileJob":
+    from test_drift import summary_row, write_report
+    write_report(lake, [summary_row(argv[argv.index("--run-id") + 1], "2026-11-28", 90, 100, 9.0, 10.0, 10, 5)])
+    sys.exit(0)
+print("tidemark maintain: a vacuum retention of 1 hours is below Delta's safety minimum (stand-in)", file=sys.stderr)
+sys.exit(2)
+""")
+    script.chmod(0o755)
+    return script
+
+
+def test_dag_test_maintain_runs_beside_a_failed_drift_check_and_exit_2_fails_it_without_retries(tmp_path):
+    """check_drift fails (10 % drift), maintain runs all the same: its command line, and its exit 2 fails it
+    on the first try."""
+    lake = tmp_path / "lake"
+    write_stream_progress(lake, [(4, "2026-11-29T01:00:00", "2026-11-28")])
+    argv_log = tmp_path / "argv.jsonl"
+    fake_jobs_spark_submit(tmp_path / "bin", argv_log)
+    env = dag_env(tmp_path, fake_jar(tmp_path / "jobs.jar"))
+    env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}"
+    result = testing.dag_test(env, {"from_date": "2026-11-28", "to_date": "2026-11-28", "include_dirty": False,
+                                    "vacuum_retention_hours": 200, "lakehouse": str(lake)}, timeout=600)
+    assert result.state == "failed", result.output[-4000:]
+    assert result.tasks == {"validate_params": "success", "reconcile_selection": "success",
+                            "reconcile_dirty": "skipped", "check_drift": "failed", "maintain": "failed"}
+    assert "drift over 5.000% on 1 day(s): 2026-11-28" in result.output
+    assert "the maintain job refused the request (exit 2): tidemark maintain: a vacuum retention of 1 hours is " \
+           "below Delta's safety minimum (stand-in)" in result.output
+    plan = result.xcom["validate_params.return_value"]
+    assert plan["maintain_args"] == ["maintain.vacuum-retention=200 hours"] and plan["vacuum_retention_hours"] == 200
+    calls = [json.loads(line) for line in argv_log.read_text().splitlines()]
+    classes = [argv[argv.index("--class") + 1] for argv in calls]
+    assert classes == ["io.tidemark.reconcile.ReconcileJob", "io.tidemark.reconcile.Maintenance"], calls  # no retry
+    argv = calls[1]
+    opts = " ".join(OPENS.split())
+    assert argv[argv.index("--master") + 1] == "local[2]"
+    assert argv[argv.index("--name") + 1] == "tidemark-maintain"
+    assert f"spark.driver.extraJavaOptions={opts}" in argv and f"spark.executor.extraJavaOptions={opts}" in argv
+    app = argv.index(str(tmp_path / "jobs.jar"))
+    assert argv[app + 1:] == ["maintain.vacuum-retention=200 hours", f"lakehouse={lake}"]
+    assert "--force" not in argv

@@ -6,7 +6,7 @@ made per module by the real speed layer (broker + two generated phases + `tidema
 and dag-processor (LocalExecutor, SQLite, SimpleAuthManager, loopback). Everything started here
 is stopped by process group, also when a test fails.
 
-Run: .venv/bin/python -m pytest python/tests/test_airflow_integration.py   (~6 min unloaded)
+Run: .venv/bin/python -m pytest python/tests/test_airflow_integration.py   (~7 min unloaded; one real maintain)
 """
 
 from __future__ import annotations
@@ -106,6 +106,16 @@ def kpi_sources(lakehouse: Path) -> dict[str, set[str]]:
     return out
 
 
+def files_per_day(lakehouse: Path, table: str) -> dict[str, int]:
+    from deltalake import DeltaTable
+
+    out: dict[str, int] = {}
+    for f in DeltaTable(str(lakehouse / table)).file_uris():
+        day = re.search(r"event_date=(\d{4}-\d{2}-\d{2})", f).group(1)
+        out[day] = out.get(day, 0) + 1
+    return out
+
+
 def summary_rows(lakehouse: Path) -> list[dict]:
     return testing.query(lakehouse, "SELECT run_id, CAST(event_date AS VARCHAR) AS day, stream_count, batch_count, "
                                     "late_records FROM rr WHERE row_kind = 'summary' ORDER BY day", rr="reconcile_report")
@@ -115,8 +125,9 @@ def summary_rows(lakehouse: Path) -> list[dict]:
 # dag.test: the DAG end to end, in process, with spark-submit for real
 # ------------------------------------------------------------------------------------------------
 
-def test_dag_test_reconciles_the_closed_days(world, tmp_path):
+def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     lakehouse = world.copy()
+    raw_files_before = files_per_day(lakehouse, "raw_events")
     home = tmp_path / "airflow"
     home.mkdir()
     env = testing.airflow_base_env(home)
@@ -127,7 +138,7 @@ def test_dag_test_reconciles_the_closed_days(world, tmp_path):
     print(f"dag.test: {result.state} {result.tasks} in {result.seconds:.0f} s")
     assert result.state == "success", result.output[-8000:]
     assert result.tasks == {"validate_params": "success", "reconcile_selection": "success",
-                            "reconcile_dirty": "success", "check_drift": "success"}
+                            "reconcile_dirty": "success", "check_drift": "success", "maintain": "success"}
 
     plan = result.xcom["validate_params.return_value"]
     assert plan["jar"] == str(world.jar) and plan["lakehouse"] == str(lakehouse)
@@ -173,6 +184,16 @@ def test_dag_test_reconciles_the_closed_days(world, tmp_path):
     from deltalake import DeltaTable
 
     assert "deletionVectors" not in (DeltaTable(str(lakehouse / "reconcile_report")).protocol().reader_features or [])
+
+    # maintain ran Maintenance for real, after the reconciles: each closed day of raw_events is one file now
+    assert result.xcom["maintain.return_value"]["args"] == ["maintain.vacuum-retention=168 hours",
+                                                            f"lakehouse={lakehouse}"]
+    assert re.search(r"maintain raw_events +compacted \d+ closed days? \(", result.output), result.output[-8000:]
+    raw_files = files_per_day(lakehouse, "raw_events")
+    print(f"raw_events files per day: before {raw_files_before}, after {raw_files}")
+    assert any(raw_files_before[d] > 1 for d in world.closed), raw_files_before
+    assert {d: raw_files[d] for d in world.closed} == {d: 1 for d in world.closed}
+    assert raw_files[world.today] == raw_files_before[world.today]  # an open day is left alone
 
 
 # ------------------------------------------------------------------------------------------------
@@ -242,7 +263,7 @@ def test_deltalake_and_spark_read_the_same_numbers(world, tmp_path):
 def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
     lakehouse = world.copy()
     day = world.best_closed_day()
-    r = run_cli(airflow, "trigger", "--from", day, "--to", day, "--threshold", str(THRESHOLD_OK),
+    r = run_cli(airflow, "trigger", "--from", day, "--to", day, "--threshold", str(THRESHOLD_OK), "--no-maintain",
                 "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
@@ -252,7 +273,7 @@ def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
     assert f"days {day}..{day}" in out
     assert re.search(r"run running \| validate_params success, reconcile_selection running", out), out
     assert re.search(r"run success \| validate_params success, reconcile_selection success, "
-                     r"reconcile_dirty skipped, check_drift success", out), out
+                     r"reconcile_dirty skipped, check_drift success, maintain skipped", out), out
     line = next(ln for ln in out.splitlines() if ln.strip().startswith(day))
     assert line.rstrip().endswith("ok") and f"{world.raw[day]['n']:,}" in line
     assert f"result: run {run_id} succeeded" in out
@@ -265,8 +286,10 @@ def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
 def test_client_run_over_the_drift_threshold_exits_1(airflow, world):
     lakehouse = world.copy()
     day = world.best_closed_day()
-    r = run_cli(airflow, "trigger", "--from", day, "--threshold", "0", "--lakehouse", str(lakehouse), "--wait",
-                "--interval", "2")
+    # --no-maintain: a real maintain runs in test_dag_test_reconciles_the_closed_days_then_maintains; that
+    # it runs beside a failed check_drift is test_airflow_dag's (a stand-in spark-submit, much faster)
+    r = run_cli(airflow, "trigger", "--from", day, "--threshold", "0", "--no-maintain", "--lakehouse", str(lakehouse),
+                "--wait", "--interval", "2")
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert re.search(rf"{day} +\+\d+\.\d+% .*OVER THRESHOLD", out), out

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # python/: tidemar
 
 from tidemark_airflow import lakehouse  # noqa: E402
 from tidemark_airflow.reconcile_plan import (  # noqa: E402
-    ReconcileRequestError, StreamProgress, check_lakehouse_location, days_between, plan_reconcile)
+    MIN_VACUUM_RETENTION_HOURS, ReconcileRequestError, StreamProgress, check_lakehouse_location, days_between,
+    plan_maintain, plan_reconcile)
 from tidemark_airflow.run_ids import RUN_ID, attempt_run_id, dag_run_prefix, parse_attempt  # noqa: E402
 
 UTC = dt.timezone.utc
@@ -94,6 +95,34 @@ def test_a_range_is_refused_until_the_stream_has_recorded_a_closed_day(progress,
     with pytest.raises(ReconcileRequestError) as e:
         plan_reconcile({"from_date": "1970-01-01", "to_date": "1970-01-01"}, progress)
     assert str(e.value).startswith("day 1970-01-01 is not closed yet: ") and message in str(e.value)
+
+
+def test_maintain_plan_and_arguments():
+    assert MIN_VACUUM_RETENTION_HOURS == 168  # Delta's 7 days; the DAG never passes --force
+    assert plan_maintain({}) == {"maintain": True, "vacuum": True, "vacuum_retention_hours": 168,
+                                 "maintain_args": ["maintain.vacuum-retention=168 hours"]}
+    assert plan_maintain({"vacuum_retention_hours": 720})["maintain_args"] == ["maintain.vacuum-retention=720 hours"]
+    assert plan_maintain({"vacuum": False})["maintain_args"] == ["--no-vacuum"]
+    off = plan_maintain({"maintain": False, "vacuum_retention_hours": 336})
+    assert off["maintain_args"] is None and off["maintain"] is False  # the task skips
+    for params in ({}, {"vacuum": False}, {"vacuum_retention_hours": 10_000}):
+        assert "--force" not in plan_maintain(params)["maintain_args"]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"vacuum_retention_hours": 167}, "vacuum_retention_hours 167 is below Delta's safety minimum of 168 hours (7 days)"),
+    ({"vacuum_retention_hours": 1, "vacuum": False}, "vacuum_retention_hours 1 is below Delta's safety minimum of 168"),
+    ({"vacuum_retention_hours": 0}, "vacuum_retention_hours 0 must be a whole number >= 1"),
+    ({"vacuum_retention_hours": 168.5}, "vacuum_retention_hours 168.5 must be a whole number >= 1"),
+    ({"vacuum_retention_hours": True}, "vacuum_retention_hours True must be a whole number >= 1"),
+    ({"maintain": "yes"}, "maintain 'yes' must be true or false"),
+    ({"vacuum": 0}, "vacuum 0 must be true or false"),
+])
+def test_bad_maintain_requests_are_refused_with_a_clear_message(params, message):
+    with pytest.raises(ReconcileRequestError) as e:
+        plan_maintain(params)
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
 
 
 def test_lakehouse_location_must_be_absolute():

@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fail the run when a day's relative drift exceeds X (0.05 or 5%%; DAG default 0.05)")
     t.add_argument("--dirty", dest="include_dirty", action=argparse.BooleanOptionalAction, default=None,
                    help="also reconcile dirty closed days (default: no with a range, the DAG's default otherwise)")
+    t.add_argument("--maintain", action=argparse.BooleanOptionalAction, default=None,
+                   help="afterwards compact the closed days and vacuum (default: the DAG's, yes)")
     t.add_argument("--lakehouse", help="lakehouse root as Spark sees it (default: the DAG's Variable/env)")
     t.add_argument("--wait", action="store_true", help="follow the run until it ends; exit 0 success, 1 failed")
     f = sub.add_parser("follow", parents=[common, follow], epilog=EPILOG,
@@ -228,6 +230,8 @@ def trigger_conf(args) -> dict[str, Any]:
             conf["include_dirty"] = args.include_dirty
     if args.threshold is not None:
         conf["drift_threshold"] = args.threshold
+    if args.maintain is not None:
+        conf["maintain"] = args.maintain
     if args.lakehouse:
         conf["lakehouse"] = args.lakehouse
     return conf

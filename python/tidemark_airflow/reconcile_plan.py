@@ -1,4 +1,5 @@
-"""A reconcile request checked and turned into spark-submit arguments (pure: no Airflow, no I/O).
+"""A reconcile request checked and turned into spark-submit arguments (pure: no Airflow, no I/O);
+the same for the maintenance that follows it (plan_maintain).
 
 Which days are closed is the stream's decision, not this module's: every stream_progress row records
 ``last_closed_day`` (every day up to it is closed; null: none yet). A range is accepted only when all
@@ -16,6 +17,8 @@ from typing import Any, NamedTuple
 
 DEFAULT_RECENT_DAYS = 3
 DEFAULT_DRIFT_THRESHOLD = 0.05
+# Delta's safety minimum for vacuum, which Maintenance enforces too: the DAG never passes --force.
+MIN_VACUUM_RETENTION_HOURS = 168
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -127,3 +130,30 @@ def plan_reconcile(params: Mapping[str, Any], progress: StreamProgress | None) -
     plan.update(mode="range", recent_days=None, from_date=start.isoformat(), to_date=end.isoformat(),
                 selection_args=["--from", start.isoformat(), "--to", end.isoformat()])
     return plan
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ReconcileRequestError(f"{name} {value!r} must be true or false")
+    return value
+
+
+def plan_maintain(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks the maintenance params and turns them into Maintenance's spark-submit arguments.
+
+    :param params: the DAG run's params (maintain, vacuum, vacuum_retention_hours)
+    :return: maintain, vacuum, vacuum_retention_hours and maintain_args (None: no maintenance)
+    :raises ReconcileRequestError: the request must not run (the message says why, in one line)
+    """
+    maintain = _flag("maintain", params.get("maintain", True))
+    vacuum = _flag("vacuum", params.get("vacuum", True))
+    hours = int(_number("vacuum_retention_hours", params.get("vacuum_retention_hours", MIN_VACUUM_RETENTION_HOURS),
+                        integer=True, minimum=1))
+    if hours < MIN_VACUUM_RETENTION_HOURS:
+        raise ReconcileRequestError(
+            f"vacuum_retention_hours {hours} is below Delta's safety minimum of {MIN_VACUUM_RETENTION_HOURS} hours "
+            "(7 days): a stream replaying a batch, a reconcile or a query on an older table version may still read "
+            f"those files. Give at least {MIN_VACUUM_RETENTION_HOURS} (the DAG never forces a shorter one)")
+    args = [f"maintain.vacuum-retention={hours} hours"] if vacuum else ["--no-vacuum"]
+    return {"maintain": maintain, "vacuum": vacuum, "vacuum_retention_hours": hours,
+            "maintain_args": args if maintain else None}

@@ -1,4 +1,5 @@
-"""spark-submit of ReconcileJob from Airflow, through the Spark provider's public API only.
+"""spark-submit of the batch jobs (ReconcileJob, Maintenance) from Airflow, through the Spark provider's
+public API only.
 
 The JVM options Spark 4.2 needs on Java 17 (--add-opens ...) are read from the jar being submitted
 (resource tidemark/jvm.options, written by the Maven build): the build is their one source.
@@ -21,8 +22,9 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from tidemark_airflow.run_ids import attempt_run_id
 
 JOB_CLASS = "io.tidemark.reconcile.ReconcileJob"
+MAINTAIN_CLASS = "io.tidemark.reconcile.Maintenance"
 JVM_OPTIONS_RESOURCE = "tidemark/jvm.options"
-REFUSED = 2  # ReconcileJob's exit status for a request it will not run (bad arguments, an open day)
+REFUSED = 2  # the batch jobs' exit status for a request they will not run (bad arguments, an open day)
 # How SparkSubmitHook.submit reports a non-zero exit (its message also ends with spark-submit's last lines).
 _EXIT_STATUS = re.compile(r"Error code is: (\d+)")
 
@@ -74,47 +76,49 @@ def exit_status(error: BaseException) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def job_message(error: BaseException) -> str | None:
-    """The job's last 'tidemark reconcile: ...' line, if spark-submit's output tail in the message holds one."""
-    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip().startswith("tidemark reconcile:")]
+def job_message(error: BaseException, command: str = "reconcile") -> str | None:
+    """The job's last 'tidemark <command>: ...' line, if spark-submit's output tail in the message holds one."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip().startswith(f"tidemark {command}:")]
     return lines[-1] if lines else None
 
 
-class ReconcileSubmitOperator(SparkSubmitOperator):
-    """spark-submit of ReconcileJob for one selection of the plan that ``plan_task`` returned.
+class BatchJobSubmitOperator(SparkSubmitOperator):
+    """spark-submit of one batch job of the jobs jar, with arguments from the plan that ``plan_task`` returned.
 
-    Each attempt passes ``--run-id <dag run>.<task>.<try>`` (reconcile_report.run_id); exit status 2
-    (the job refused the request) fails without retries.
+    The jar, the lakehouse (``lakehouse=...``, last) and the arguments come from the plan (XCom); the
+    JVM options from the jar; extra ``--conf`` from the Variable ``spark_conf_variable``. Exit status 2
+    (the job refused the request) fails without retries. Subclasses say what to run (``job_args``).
     """
 
-    def __init__(self, *, selection: str, plan_task: str, spark_conf_variable: str = "tidemark_spark_conf",
+    job_command = ""  # the job's name in its last line, 'tidemark <command>: ...'
+
+    def __init__(self, *, java_class: str, plan_task: str, spark_conf_variable: str = "tidemark_spark_conf",
                  **kwargs: Any) -> None:
-        kwargs.setdefault("name", f"tidemark-reconcile-{selection}")
-        super().__init__(application="", java_class=JOB_CLASS, **kwargs)
-        self.selection = selection
+        super().__init__(application="", java_class=java_class, **kwargs)
         self.plan_task = plan_task
         self.spark_conf_variable = spark_conf_variable
 
+    def job_args(self, plan: Mapping[str, Any], context) -> list[str]:
+        """The job's arguments before ``lakehouse=...``; raises AirflowSkipException when there is nothing to run."""
+        raise NotImplementedError
+
     def execute(self, context) -> dict[str, Any]:
         plan = context["ti"].xcom_pull(task_ids=self.plan_task)
-        args = plan.get(f"{self.selection}_args") if plan else None
-        if not args:
-            raise AirflowSkipException(f"nothing to run for {self.selection} (include_dirty is false)")
-        run_id = attempt_run_id(context["run_id"], self.task_id, context["ti"].try_number)
+        args = self.job_args(plan or {}, context)
         self.application = plan["jar"]
-        self.application_args = [*args, "--run-id", run_id, f"lakehouse={plan['lakehouse']}"]
+        self.application_args = [*args, f"lakehouse={plan['lakehouse']}"]
         self.conf = spark_conf(jvm_options(plan["jar"]), {**(self.conf or {}), **self._extra_conf()})
         self.env_vars = {**spark_env(), **(self.env_vars or {})}
         try:
             super().execute(context)
         except AirflowException as e:
-            status, reason = exit_status(e), job_message(e)
+            status, reason = exit_status(e), job_message(e, self.job_command)
             if status == REFUSED:
-                raise AirflowFailException(f"the reconcile job refused the request (exit 2): {reason or e}") from None
+                raise AirflowFailException(f"the {self.job_command} job refused the request (exit 2): {reason or e}") from None
             if reason:
-                raise AirflowException(f"the reconcile job failed (exit {status}): {reason}") from e
+                raise AirflowException(f"the {self.job_command} job failed (exit {status}): {reason}") from e
             raise
-        return {"selection": self.selection, "run_id": run_id, "args": list(self.application_args)}
+        return {"args": list(self.application_args)}
 
     def _extra_conf(self) -> dict[str, Any]:
         import json
@@ -130,3 +134,47 @@ class ReconcileSubmitOperator(SparkSubmitOperator):
             raise AirflowFailException(
                 f"the Variable {self.spark_conf_variable} must be a JSON object of Spark settings") from None
         return extra
+
+
+class ReconcileSubmitOperator(BatchJobSubmitOperator):
+    """spark-submit of ReconcileJob for one selection of the plan that ``plan_task`` returned.
+
+    Each attempt passes ``--run-id <dag run>.<task>.<try>`` (reconcile_report.run_id); exit status 2
+    (the job refused the request) fails without retries.
+    """
+
+    job_command = "reconcile"
+
+    def __init__(self, *, selection: str, plan_task: str, **kwargs: Any) -> None:
+        kwargs.setdefault("name", f"tidemark-reconcile-{selection}")
+        super().__init__(java_class=JOB_CLASS, plan_task=plan_task, **kwargs)
+        self.selection = selection
+
+    def job_args(self, plan: Mapping[str, Any], context) -> list[str]:
+        args = plan.get(f"{self.selection}_args")
+        if not args:
+            raise AirflowSkipException(f"nothing to run for {self.selection} (include_dirty is false)")
+        self._attempt_run_id = attempt_run_id(context["run_id"], self.task_id, context["ti"].try_number)
+        return [*args, "--run-id", self._attempt_run_id]
+
+    def execute(self, context) -> dict[str, Any]:
+        result = super().execute(context)
+        return {"selection": self.selection, "run_id": self._attempt_run_id, **result}
+
+
+class MaintainSubmitOperator(BatchJobSubmitOperator):
+    """spark-submit of Maintenance (compact the closed days, vacuum) with the plan's ``maintain_args``;
+    skipped when the plan has none (param maintain false). Never ``--force``: the plan refuses a vacuum
+    retention below Delta's safety minimum, and the job would refuse it too (exit 2)."""
+
+    job_command = "maintain"
+
+    def __init__(self, *, plan_task: str, **kwargs: Any) -> None:
+        kwargs.setdefault("name", "tidemark-maintain")
+        super().__init__(java_class=MAINTAIN_CLASS, plan_task=plan_task, **kwargs)
+
+    def job_args(self, plan: Mapping[str, Any], context) -> list[str]:
+        args = plan.get("maintain_args")
+        if args is None:
+            raise AirflowSkipException("maintenance is off for this run (maintain is false)")
+        return list(args)
