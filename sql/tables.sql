@@ -8,7 +8,8 @@
 -- tables created before they were declared):
 --   delta.checkpointInterval = 10: a writer that lists files (the stream's replacement of kpi_5m's open
 --     windows, reconcile, maintain) rebuilds the table state from the last checkpoint plus the commits
---     after it; 10 bounds that replay at 10 small JSON files (bench/RESULTS.md, long haul).
+--     after it; 10 bounds that replay at 10 small JSON files. Delta's default, kept until bench/run
+--     long-haul has measured the alternatives on a quiet machine.
 --   delta.logRetentionDuration = 7 days: the log keeps commits this long (Delta deletes older ones when
 --     it writes a checkpoint). Delta's default of 30 days would keep ~260,000 commit files per table,
 --     and every log listing walks them; 7 days matches the files' retention below, so time travel
