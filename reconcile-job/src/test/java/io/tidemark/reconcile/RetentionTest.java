@@ -31,14 +31,16 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 
 /**
- * Data retention on real Delta tables. Five days, the last one open (the stream closed up to D4):
- * D1 reconciled and balanced, D2 reconciled but dirty (a late record since), D3 never reconciled,
- * D4 reconciled, D5 open. With two days kept only D1 may go from raw_events, late_events and kpi_5m;
- * with one day kept dead_letter loses its arrival days up to D3. Reconcile then refuses D1, and a late
+ * Data retention on real Delta tables. Six days, the last one open (the stream closed up to D4):
+ * D0 never reconciled, D1 reconciled and balanced, D2 reconciled but dirty (a late record since), D3
+ * never reconciled, D4 reconciled, D5 open. With two days kept only D1 may go from raw_events,
+ * late_events and kpi_5m (D0 is past retention too, but unreconciled); with one day kept dead_letter
+ * loses its arrival days up to D3, and keeps D4 and the open D5. Reconcile then refuses D1, and a late
  * record that arrives for D1 afterwards does not make it a dirty day to reconcile.
  */
 class RetentionTest {
-    private static final LocalDate D1 = LocalDate.parse("2026-11-21");
+    private static final LocalDate D0 = LocalDate.parse("2026-11-20");
+    private static final LocalDate D1 = D0.plusDays(1);
     private static final LocalDate D2 = D1.plusDays(1);
     private static final LocalDate D3 = D1.plusDays(2);
     private static final LocalDate D4 = D1.plusDays(3);
@@ -59,19 +61,20 @@ class RetentionTest {
         spark = SparkSessions.create(config, "retention-test");
         lakehouse = Lakehouse.of(config);
         lakehouse.createAndRegister(spark);
-        for (LocalDate d : List.of(D1, D2, D3, D4, D5)) {
+        for (LocalDate d : List.of(D0, D1, D2, D3, D4, D5)) {
             raw(d, 10, false);
         }
         raw(D2, 1, true); // late since D2 was reconciled: dirty
         for (LocalDate d : List.of(D1, D2)) {
             late(d);
         }
+        kpi(D0, 10, "stream");
         kpi(D1, 10, "batch");
         kpi(D2, 10, "batch");
         kpi(D3, 10, "stream");
         kpi(D4, 10, "batch");
         kpi(D5, 10, "stream");
-        for (LocalDate d : List.of(D3, D4)) {
+        for (LocalDate d : List.of(D3, D4, D5)) {
             spark.sql("SELECT 'NOT_JSON' AS reason, 'x' AS detail, CAST(NULL AS BINARY) AS raw_bytes, 'x' AS raw_text, 1 AS message_bytes, "
                     + "CAST(NULL AS BINARY) AS kafka_key, 't' AS kafka_topic, 0 AS kafka_partition, 7L AS kafka_offset, 0L AS batch_id, "
                     + "TIMESTAMP'" + d + " 12:00:00' AS arrival_ts, DATE'" + d + "' AS arrival_date")
@@ -143,15 +146,16 @@ class RetentionTest {
         assertThat(dryOut.toString(StandardCharsets.UTF_8))
                 .contains("retention: raw_events 2 days, late_events 2 days, dead_letter 1 days, kpi_5m 2 days before the last closed day")
                 .contains("maintain raw_events   would delete 1 day (2026-11-21) past retention (10 rows); ");
-        assertThat(days(Table.RAW_EVENTS)).as("a dry run deletes nothing").containsExactly(D1, D2, D3, D4, D5);
+        assertThat(days(Table.RAW_EVENTS)).as("a dry run deletes nothing").containsExactly(D0, D1, D2, D3, D4, D5);
         assertThat(ExpiredDays.load(spark, lakehouse).of(Table.RAW_EVENTS)).isEmpty();
 
         List<Maintenance.TableReport> done = maintain(false, new ByteArrayOutputStream());
         assertThat(done).allSatisfy(r -> assertThat(r.problem()).isNull());
-        assertThat(days(Table.RAW_EVENTS)).as("D2 dirty, D3 unreconciled, D4 within retention, D5 open").containsExactly(D2, D3, D4, D5);
+        assertThat(days(Table.RAW_EVENTS)).as("D0 unreconciled, D2 dirty, D3 unreconciled, D4 within retention, D5 open")
+                .containsExactly(D0, D2, D3, D4, D5);
         assertThat(days(Table.LATE_EVENTS)).containsExactly(D2);
-        assertThat(days(Table.KPI_5M)).containsExactly(D2, D3, D4, D5);
-        assertThat(days(Table.DEAD_LETTER)).containsExactly(D4);
+        assertThat(days(Table.KPI_5M)).containsExactly(D0, D2, D3, D4, D5);
+        assertThat(days(Table.DEAD_LETTER)).as("D4 within retention, D5 open").containsExactly(D4, D5);
         assertThat(spark.read().format("delta").load(lakehouse.path(Table.EXPIRED_DAYS))
                 .selectExpr("concat_ws('|', table_name, day, rows_removed, files_removed, retention_days, last_closed_day)").orderBy("table_name")
                 .collectAsList().stream().map(r -> r.getString(0)).toList())
@@ -170,7 +174,7 @@ class RetentionTest {
         List<Maintenance.TableReport> again = maintain(false, new ByteArrayOutputStream());
         assertThat(again.get(0).expiredDays()).containsExactly(D1);
         assertThat(again.get(0).rowsExpired()).isEqualTo(1);
-        assertThat(days(Table.RAW_EVENTS)).containsExactly(D2, D3, D4, D5);
+        assertThat(days(Table.RAW_EVENTS)).containsExactly(D0, D2, D3, D4, D5);
         assertThat(again.stream().skip(1).mapToLong(r -> r.expiredDays().size()).sum()).as("nothing else is past retention").isZero();
     }
 

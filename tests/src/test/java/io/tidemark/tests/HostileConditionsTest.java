@@ -285,7 +285,7 @@ class HostileConditionsTest {
         }
         Map<String, Long> expectedReasons = expectedReasons(report, edges);
         List<String> edgeMismatches = edges.verify(spark, lakehouse);
-        List<String> truthDiff = closedDaysAgainstPlainSql(spark, lakehouse, closedDays);
+        List<String> truthDiff = TableChecks.closedDaysAgainstPlainSql(spark, lakehouse, closedDays);
         long duplicates = conservation.duplicates();
         long lost = expectedMessages - conservation.rawEvents() - conservation.deadLetters();
 
@@ -749,27 +749,6 @@ class HostileConditionsTest {
         out.remove("NOT_JSON");
         out.put(NOT_UTF8_OR_JSON, merged);
         return out;
-    }
-
-    /** Every KPI row of the closed days against plain SQL over the raw log: counts, exact volume, exact distinct subscribers. */
-    private static List<String> closedDaysAgainstPlainSql(SparkSession spark, Lakehouse lakehouse, List<LocalDate> days) {
-        String in = String.join(",", days.stream().map(d -> "DATE'" + d + "'").toList());
-        return spark.sql("""
-                WITH truth AS (
-                  SELECT event_date,
-                         timestamp_seconds(floor(unix_seconds(event_ts) / 300) * 300) AS window_start,
-                         cell_site_id, count(*) AS n, sum(CAST(volume_gb AS DECIMAL(38,9))) AS gb,
-                         count(DISTINCT subscriber_id) AS subs
-                  FROM %s WHERE event_date IN (%s) GROUP BY ALL),
-                kpi AS (SELECT * FROM %s WHERE event_date IN (%s))
-                SELECT concat_ws(' ', event_date, window_start, cell_site_id, 'truth', t.n, t.gb, t.subs,
-                                 'kpi', k.record_count, k.total_gb, k.subscribers, k.source)
-                FROM truth t FULL OUTER JOIN kpi k USING (event_date, window_start, cell_site_id)
-                WHERE t.n IS NULL OR k.record_count IS NULL OR t.n <> k.record_count OR t.gb <> k.total_gb
-                   OR t.subs <> k.subscribers OR k.source <> 'batch'
-                LIMIT 20
-                """.formatted(lakehouse.ref(Table.RAW_EVENTS), in, lakehouse.ref(Table.KPI_5M), in))
-                .collectAsList().stream().map(r -> r.getString(0)).toList();
     }
 
     // ------------------------------------------------------------------ results

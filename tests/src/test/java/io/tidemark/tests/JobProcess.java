@@ -48,6 +48,33 @@ final class JobProcess {
         process.waitFor();
     }
 
+    /**
+     * Waits, polling the log every 20 ms, for the first line that starts with {@code prefix}, and
+     * returns it; fails if the job ends or the time runs out first.
+     */
+    String awaitLine(String prefix, long timeoutSeconds) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutSeconds * 1000;
+        while (true) {
+            boolean ended = !process.isAlive();
+            for (String l : lines()) {
+                if (l.startsWith(prefix)) {
+                    return l;
+                }
+            }
+            if (ended || System.currentTimeMillis() > deadline) {
+                throw new AssertionError("no line starting with '" + prefix + "' " + (ended ? "before the job ended" : "in " + timeoutSeconds + " s")
+                        + "; log: " + log + "\n" + tail());
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** The lines of the log so far. */
+    List<String> lines() throws Exception {
+        // lenient decoding: a line being written may end in half a character
+        return Files.exists(log) ? List.of(new String(Files.readAllBytes(log), java.nio.charset.StandardCharsets.UTF_8).split("\n")) : List.of();
+    }
+
     String tail() throws Exception {
         List<String> lines = Files.readAllLines(log);
         return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));

@@ -22,7 +22,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
-import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.types.DataTypes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
@@ -38,7 +37,6 @@ import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
 import io.tidemark.reconcile.ReconcileResult;
-import io.tidemark.stream.StreamingJob;
 import io.tidemark.tests.KafkaFixtures.Message;
 
 /**
@@ -138,60 +136,6 @@ class ReconcileConcurrencyTest {
         // Last, so everything above is checked either way: the speed layer itself must survive the batch layer.
         assertThat(stream.failures).as("the stream failed beside reconcile (it was restarted from its checkpoint to finish the test)")
                 .isEmpty();
-    }
-
-    /**
-     * The streaming query, restarted from its checkpoint if it dies, with every failure recorded, so
-     * a failing stream does not hide what the rest of the test has to say.
-     */
-    private static final class LiveStream {
-        final List<String> failures = new ArrayList<>();
-        private final SparkSession spark;
-        private final TidemarkConfig config;
-        private StreamingJob job;
-        private StreamingQuery query;
-
-        LiveStream(SparkSession spark, TidemarkConfig config) throws Exception {
-            this.spark = spark;
-            this.config = config;
-            start();
-        }
-
-        private void start() throws Exception {
-            job = new StreamingJob(spark, config, null);
-            query = job.start(false);
-        }
-
-        void keepRunning() throws Exception {
-            if (!query.isActive()) {
-                String why = query.exception().isDefined() ? firstLine(query.exception().get()) : "stopped";
-                System.out.println("stream died, restarting from its checkpoint: " + why);
-                failures.add(why);
-                job.close();
-                start();
-            }
-        }
-
-        void drainAndStop() throws Exception {
-            for (int attempt = 0; ; attempt++) {
-                keepRunning();
-                try {
-                    query.processAllAvailable();
-                    break;
-                } catch (RuntimeException e) {
-                    if (attempt >= 3) {
-                        throw e;
-                    }
-                }
-            }
-            query.stop();
-            job.close();
-        }
-    }
-
-    private static String firstLine(Throwable t) {
-        String m = String.valueOf(t.getMessage());
-        return m.contains("\n") ? m.substring(0, m.indexOf('\n')) : m;
     }
 
     private static final AtomicBoolean BLOCK_NEXT = new AtomicBoolean();

@@ -16,7 +16,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -29,7 +28,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.launcher.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
@@ -65,7 +63,7 @@ class ReconcileKillTest {
         StreamingJob stream = new StreamingJob(spark, config, null);
         stream.start(true).awaitTermination();
         stream.close();
-        Map<LocalDate, List<String>> before = snapshot(spark, lakehouse);
+        Map<LocalDate, List<String>> before = TableChecks.kpiRowsByDay(spark, lakehouse);
         assertThat(before.keySet()).containsAll(DAYS);
 
         // Killed at a random moment after its first day's progress line.
@@ -99,7 +97,7 @@ class ReconcileKillTest {
         assertThat(p.exitValue()).as("killed by SIGKILL, not finished").isEqualTo(137);
         assertThat(out).noneMatch(l -> l.startsWith("day "));
 
-        Map<LocalDate, List<String>> killed = snapshot(spark, lakehouse);
+        Map<LocalDate, List<String>> killed = TableChecks.kpiRowsByDay(spark, lakehouse);
 
         // The command line refuses an open day with status 2, in parallel with the re-run.
         Process refused = reconcileProcess(List.of("--from", "2026-11-27", "--to", "2026-11-28", "lakehouse=" + config.lakehouseUri()),
@@ -107,7 +105,7 @@ class ReconcileKillTest {
         ReconcileResult rerun = new ReconcileJob(spark, config).run(DaySelection.recent(3), false);
         assertThat(rerun.dayList()).isEqualTo(DAYS);
         assertThat(rerun.days()).extracting(DayOutcome::status).containsOnly(DayOutcome.Status.RECONCILED);
-        Map<LocalDate, List<String>> after = snapshot(spark, lakehouse);
+        Map<LocalDate, List<String>> after = TableChecks.kpiRowsByDay(spark, lakehouse);
 
         int reconciledByKilledRun = 0;
         for (LocalDate day : DAYS) {
@@ -181,16 +179,6 @@ class ReconcileKillTest {
         Instant t = day.atStartOfDay(java.time.ZoneOffset.UTC).toInstant().plusSeconds(r.nextInt(86_400));
         return event("s" + (1 + r.nextInt(15)), "c" + (1 + r.nextInt(4)), t.toString(),
                 Math.round(r.nextDouble() * 5_000) / 1000.0);
-    }
-
-    /** Every column of every KPI row, one string per row, sorted, by day. */
-    private static Map<LocalDate, List<String>> snapshot(SparkSession spark, Lakehouse lakehouse) {
-        Map<LocalDate, List<String>> out = new TreeMap<>();
-        spark.sql("SELECT event_date, " + ReconcileJobTest.allColumns(spark, lakehouse, Table.KPI_5M) + " AS r FROM "
-                        + lakehouse.ref(Table.KPI_5M) + " ORDER BY r")
-                .collectAsList()
-                .forEach(row -> out.computeIfAbsent(row.getDate(0).toLocalDate(), d -> new ArrayList<>()).add(row.getString(1)));
-        return out;
     }
 
     /** {@code ReconcileJob.main} in a JVM of its own, on the test classpath, with Spark's JVM options; stderr to {@code log}. */
