@@ -112,12 +112,7 @@ public final class Maintenance {
      * @throws ReconcileRefusedException the vacuum retention is below the safety minimum and not forced; nothing was done
      */
     public List<TableReport> run(Options options) {
-        if (options.vacuumRetention() != null && options.vacuumRetention().compareTo(SAFE_RETENTION) < 0 && !options.force()) {
-            throw new ReconcileRefusedException("a vacuum retention of " + hours(options.vacuumRetention()) + " hours is below Delta's safety "
-                    + "minimum of " + hours(SAFE_RETENTION) + " hours: it could delete files that a running stream replaying its last batch, a "
-                    + "reconcile in progress or an analyst's query on an older table version still reads. Keep at least "
-                    + hours(SAFE_RETENTION) + " hours, or add --force when nothing reads or writes these tables meanwhile");
-        }
+        refuseUnsafeVacuum(options);
         if (!options.dryRun()) {
             StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
         }
@@ -136,6 +131,21 @@ public final class Maintenance {
             out.flush();
         }
         return reports;
+    }
+
+    /**
+     * Refuses a vacuum retention below the safety minimum unless forced; needs no Spark session, so
+     * the spark-submit entry point refuses before it starts one.
+     *
+     * @throws ReconcileRefusedException with the reason and what to do instead
+     */
+    static void refuseUnsafeVacuum(Options options) {
+        if (options.vacuumRetention() != null && options.vacuumRetention().compareTo(SAFE_RETENTION) < 0 && !options.force()) {
+            throw new ReconcileRefusedException("a vacuum retention of " + hours(options.vacuumRetention()) + " hours is below Delta's safety "
+                    + "minimum of " + hours(SAFE_RETENTION) + " hours: it could delete files that a running stream replaying its last batch, a "
+                    + "reconcile in progress or an analyst's query on an older table version still reads. Keep at least "
+                    + hours(SAFE_RETENTION) + " hours, or add --force when nothing reads or writes these tables meanwhile");
+        }
     }
 
     private TableReport maintain(Table table, ClosedDays closed, Retention retention, Options options) {
@@ -464,6 +474,12 @@ public final class Maintenance {
             return;
         }
         Options options = new Options(dryRun, vacuum ? config.vacuumRetention() : null, force);
+        try {
+            refuseUnsafeVacuum(options); // before a Spark session is started for nothing
+        } catch (ReconcileRefusedException e) {
+            BatchJobMain.refuseArguments("maintain", e);
+            return;
+        }
         TidemarkConfig settings = config;
         BatchJobMain.run("maintain", settings, spark -> {
             List<TableReport> reports = new Maintenance(spark, settings, System.out, CommitRetry.defaults()).run(options);

@@ -197,13 +197,14 @@ class MaintenanceUnderLoadTest {
                 .containsExactly(tuple(D1, DayOutcome.Status.RECONCILED), tuple(D2, DayOutcome.Status.RECONCILED));
         assertThat(maintained.get()).extracting(Maintenance.TableReport::table, Maintenance.TableReport::problem)
                 .containsExactly(tuple(Table.RAW_EVENTS, null), tuple(Table.LATE_EVENTS, null), tuple(Table.DEAD_LETTER, null),
-                        tuple(Table.KPI_5M, null));
-        assertThat(lines).as("a header and one line per table").hasSize(5);
+                        tuple(Table.KPI_5M, null), tuple(Table.STREAM_PROGRESS, null));
+        assertThat(lines).as("a header and one line per table").hasSize(6);
         assertThat(lines.get(1)).startsWith("maintain raw_events   compacted 3 closed days (2026-11-25 .. 2026-11-27); ");
         assertThat(lines.get(2)).startsWith("maintain late_events  compacted 3 closed days (2026-11-25 .. 2026-11-27); ");
         assertThat(lines.get(3)).startsWith("maintain dead_letter  compacted 1 closed day (2026-11-25); ");
         assertThat(lines.get(0)).startsWith("maintain: ");
-        assertThat(lines.subList(1, 5)).allSatisfy(l -> assertThat(l).contains("; vacuum: skipped ("));
+        assertThat(lines.get(5)).startsWith("maintain stream_progress compacted the whole table; ");
+        assertThat(lines.subList(1, 6)).allSatisfy(l -> assertThat(l).contains("; vacuum: skipped ("));
 
         // D2's late records since reconcile's pinned read of the raw log leave it dirty: fold them in.
         // D0 (never reconciled, late records of its own) stays dirty and maintain's alone.
@@ -298,7 +299,7 @@ class MaintenanceUnderLoadTest {
         assertThat(rerun.await(240)).as("the rerun\n%s", rerun.tail()).isZero();
         List<String> rerunLines = rerun.lines().stream().filter(l -> l.startsWith("maintain")).toList();
         rerunLines.forEach(l -> System.out.println("[rerun maintain] " + l));
-        assertThat(rerunLines).hasSize(5).noneMatch(l -> l.contains("PROBLEM"));
+        assertThat(rerunLines).hasSize(6).noneMatch(l -> l.contains("PROBLEM"));
         assertThat(rerunLines.get(1)).startsWith("maintain raw_events   no closed day to compact; ");
         assertThat(rerunLines.get(3)).startsWith("maintain dead_letter  compacted 1 closed day (2026-11-25); ");
         assertThat(rerunLines.get(4)).startsWith("maintain kpi_5m       compacted 3 closed days (2026-11-25 .. 2026-11-27); ");
