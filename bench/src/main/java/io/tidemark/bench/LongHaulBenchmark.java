@@ -555,15 +555,7 @@ public final class LongHaulBenchmark {
             Sample last = samples.get(samples.size() - 1);
             for (Table t : TABLES) {
                 TableFiles f = last.files().get(t);
-                ObjectNode x = end.putObject(t.tableName());
-                x.put("log_files", f.logFiles());
-                x.put("log_bytes", f.logBytes());
-                x.put("json_commit_bytes", f.jsonBytes());
-                x.put("json_commits", f.jsonCommits());
-                x.put("checkpoints", f.checkpoints());
-                x.put("last_checkpoint_bytes", f.lastCheckpointBytes());
-                x.put("data_files_on_disk", f.dataFiles());
-                x.put("data_bytes_on_disk", f.dataBytes());
+                ObjectNode x = f.putInto(end.putObject(t.tableName()));
                 x.put("active_files", (long) snapshotEnd.get(t)[1]);
                 x.put("snapshot_load_ms", BenchResults.round(snapshotEnd.get(t)[0], 1));
                 x.put("adds", logEnd.get(t).adds());
@@ -579,11 +571,7 @@ public final class LongHaulBenchmark {
                 so.put("batch", x.batch());
                 for (Table t : TABLES) {
                     TableFiles f = x.files().get(t);
-                    ObjectNode to = so.putObject(t.tableName());
-                    to.put("log_files", f.logFiles());
-                    to.put("log_bytes", f.logBytes());
-                    to.put("checkpoint_bytes", f.lastCheckpointBytes());
-                    to.put("data_files_on_disk", f.dataFiles());
+                    ObjectNode to = f.putInto(so.putObject(t.tableName()));
                     if (x.loaded().containsKey(t)) {
                         to.put("snapshot_ms", BenchResults.round(x.loaded().get(t)[0], 1));
                         to.put("active_files", (long) x.loaded().get(t)[1]);
@@ -607,6 +595,13 @@ public final class LongHaulBenchmark {
     /** A table's files on disk: its log (commits, checkpoints) and its data files, referenced or not. */
     record TableFiles(long logFiles, long logBytes, long jsonCommits, long jsonBytes, long checkpoints, long lastCheckpointBytes, long dataFiles,
                       long dataBytes) {
+        /** Writes the figures into {@code o}; returns it. */
+        ObjectNode putInto(ObjectNode o) {
+            return o.put("log_files", logFiles).put("log_bytes", logBytes).put("json_commits", jsonCommits).put("json_commit_bytes", jsonBytes)
+                    .put("checkpoints", checkpoints).put("last_checkpoint_bytes", lastCheckpointBytes).put("data_files_on_disk", dataFiles)
+                    .put("data_bytes_on_disk", dataBytes);
+        }
+
         static TableFiles of(Path table) {
             long[] v = new long[8];
             Path log = table.resolve("_delta_log");
