@@ -84,9 +84,21 @@ public final class LongHaulBenchmark {
     static final int READ_ROUNDS = 5;
 
     record Settings(int batches, int recordsPerBatch, int batchesPerDay, int maintainEvery, int sampleEvery, Duration vacuumRetention,
-                    List<String> modes, Path work, Duration maxTime, LocalDate clockStart) {
+                    List<String> modes, Path work, Duration maxTime, Instant clockStart) {
         long records() {
             return (long) batches * recordsPerBatch;
+        }
+
+        /** The first whole day of event time: the clock starts at a minute, not at a midnight. */
+        LocalDate firstFullDay() {
+            LocalDate d = LocalDate.ofInstant(clockStart, ZoneOffset.UTC);
+            return d.atStartOfDay(ZoneOffset.UTC).toInstant().equals(clockStart) ? d : d.plusDays(1);
+        }
+
+        /** Micro-batches before {@link #firstFullDay()} starts. */
+        long batchesBeforeFirstFullDay() {
+            long seconds = Duration.between(clockStart, firstFullDay().atStartOfDay(ZoneOffset.UTC).toInstant()).toSeconds();
+            return Math.round(seconds / 86_400.0 * batchesPerDay);
         }
     }
 
@@ -102,6 +114,16 @@ public final class LongHaulBenchmark {
         Duration maxTime = Duration.ofHours(3);
         if (args.length == 1 && args[0].equals("--combine")) {
             combine();
+            return;
+        }
+        if (args.length == 2 && args[0].equals("--probe")) { // only the snapshot probes, at the sizes given, from the maintained run's raw_events
+            long[] sizes = java.util.Arrays.stream(args[1].split(",")).mapToLong(Long::parseLong).toArray();
+            Path probeWork = work.resolve("snapshot-probe");
+            SparkSession spark = SparkSessions.create(TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, probeWork.toString()).build(),
+                    "bench-long-haul-probe");
+            System.out.print(probeLines(probeSnapshots(spark, work.resolve("maintained").resolve("lakehouse").resolve(Table.RAW_EVENTS.tableName()),
+                    probeWork, sizes)) + "\n");
+            spark.stop();
             return;
         }
         for (int i = 0; i < args.length; i++) {
@@ -129,9 +151,12 @@ public final class LongHaulBenchmark {
             throw new IllegalArgumentException("need --batches >= " + MARK_WINDOW + ", --records-per-batch >= 1, --batches-per-day >= 10 and "
                     + "positive --maintain-every and --sample-every");
         }
-        long spanDays = (long) Math.ceil((double) batches / perDay);
-        // Days entirely in the past, so no event is ahead of its Kafka timestamp (clock-skew).
-        LocalDate clockStart = LocalDate.now(ZoneOffset.UTC).minusDays(spanDays + 2);
+        // The clock ends an hour before the records are produced, as a backlog of real traffic does: the
+        // generator's future-dated invalid records (2 to 24 h after the clock's end) are then in the future
+        // of their Kafka timestamps. With a clock that ended days before, they were valid, and the first of
+        // them moved the watermark to the end of the clock within 250 batches (45 % of the records late).
+        Instant clockStart = Instant.now().truncatedTo(ChronoUnit.MINUTES).minus(Duration.ofHours(1))
+                .minusSeconds(Math.round((double) batches / perDay * 86_400));
         Settings s = new Settings(batches, perBatch, perDay, maintainEvery, sampleEvery, vacuumRetention, modes, work, maxTime, clockStart);
         String command = "bench/run long-haul" + (args.length == 0 ? "" : " " + String.join(" ", args));
         Instant started = Instant.now();
@@ -172,16 +197,20 @@ public final class LongHaulBenchmark {
             ObjectNode out = root.putObject("runs");
             runs.forEach((m, r) -> out.set(m, r.json()));
 
-            root.set("year_at_10s_trigger", extrapolate(out));
+            if (modes.size() == 2) {
+                root.set("year_at_10s_trigger", year(spark, out, work.resolve(modes.get(0)), work.resolve("snapshot-probe")));
+            }
             spark.stop();
         }
         root.set("loadavg_after", BenchResults.loadAverageJson(BenchResults.loadAverage()));
-        System.out.print(yearTable(root.get("year_at_10s_trigger")));
+        String year = root.has("year_at_10s_trigger") ? yearTable(root.get("year_at_10s_trigger"))
+                : "\n(one run: the year is extrapolated over both runs by bench/run long-haul --combine once the other has run)\n";
+        System.out.print(year);
         // One mode at a time (two sittings) writes a file per mode; --combine joins them.
         Path json = BenchResults.write(Path.of("bench/results/" + (modes.size() == 1 ? "long-haul-" + modes.get(0) : "long-haul") + ".json")
                 .toAbsolutePath(), root);
         String log = "\n## " + Instant.now() + " " + command + " (commit " + root.path("commit").asText() + ")\n"
-                + runs.values().stream().map(Run::summary).reduce("", String::concat) + yearTable(root.get("year_at_10s_trigger"));
+                + runs.values().stream().map(Run::summary).reduce("", String::concat) + year;
         Files.writeString(Path.of("bench/results.log").toAbsolutePath(), log, java.nio.file.StandardOpenOption.CREATE,
                 java.nio.file.StandardOpenOption.APPEND);
         System.out.println("written " + Path.of("").toAbsolutePath().relativize(json) + "; appended to bench/results.log; samples per run: "
@@ -190,10 +219,10 @@ public final class LongHaulBenchmark {
         System.exit(complete ? 0 : 1);
     }
 
-    /** The whole topic, once: a synthetic event clock that starts at a midnight, a day per {@code batchesPerDay} batches. */
+    /** The whole topic, once: a synthetic event clock that ends an hour before now, a day per {@code batchesPerDay} batches. */
     static GenerationReport produce(LocalKafkaBroker broker, Settings s) throws Exception {
         double eventsPerSecond = (double) s.recordsPerBatch() * s.batchesPerDay() / 86_400.0;
-        Instant start = s.clockStart().atStartOfDay(ZoneOffset.UTC).toInstant();
+        Instant start = s.clockStart();
         TrafficSpec spec = TrafficSpec.builder().topic(TOPIC).count(s.records()).ingestMode(IngestMode.BACKLOG).eventClockStart(start)
                 .eventsPerSecondOfEventTime(eventsPerSecond).cells(50).subscribers(5_000).seed(11).build();
         GenerationReport report = new KafkaTrafficProducer(broker.bootstrapServers(), Map.of()).produce(spec, p -> { });
@@ -372,7 +401,7 @@ public final class LongHaulBenchmark {
             ClosedDays closed = ClosedDays.load(spark, lakehouse);
             for (Table t : TABLES) {
                 snapshotEnd.put(t, loadSnapshot(t, SNAPSHOT_ROUNDS));
-                logEnd.put(t, LogEnd.of(spark, lakehouse, t, closed, s.clockStart()));
+                logEnd.put(t, LogEnd.of(spark, lakehouse, t, closed, s.firstFullDay()));
             }
             writeCsv();
             read = analystRead();
@@ -562,6 +591,7 @@ public final class LongHaulBenchmark {
             ObjectNode o = BenchResults.JSON.createObjectNode();
             o.put("batches", batches.size());
             o.put("batches_per_day", s.batchesPerDay());
+            o.put("batches_before_first_full_day", s.batchesBeforeFirstFullDay());
             o.put("wall_minutes", BenchResults.round(wallMs / 60_000.0, 2));
             o.put("complete", complete);
             o.put("raw_events", rawCount);
@@ -668,42 +698,33 @@ public final class LongHaulBenchmark {
      * A year at the default 10 s trigger (8,640 batches a day), from what each run recorded in its JSON
      * ({@link Run#json}) per table: active files of the clock's closed days per day and of its open
      * days per batch, files removed per batch (the tombstones a checkpoint carries for the 7 days of
-     * delta.deletedFileRetentionDuration), bytes per checkpoint entry, JSON bytes per commit, and
-     * snapshot load time against checkpoint size (one least-squares line over every probe of every
-     * table of the runs given: a table's own probes span too narrow a range to fit). Log files are
+     * delta.deletedFileRetentionDuration), bytes per checkpoint entry, JSON bytes per commit; the
+     * snapshot load time of a table of that many files and tombstones comes from {@code probes}
+     * ({@link #probeSnapshots}: measured, not fitted to the run's small tables). Log files are
      * capped by the 7-day delta.logRetentionDuration: 60,480 commits and, at a checkpoint every 10,
      * 6,048 checkpoints. Unmaintained, every closed day keeps its files (8,640 / batches-per-day times
      * the run's per day); maintained, a closed day keeps what compaction left (1 file when the run
      * closed no day of the table).
      */
-    static ObjectNode extrapolate(JsonNode runs) {
+    static ObjectNode extrapolate(JsonNode runs, ArrayNode probes) {
         ObjectNode o = BenchResults.JSON.createObjectNode();
         o.put("model", "a year = " + YEAR_BATCHES + " batches at 10 s (8,640 a day); 7-day log retention keeps " + RETAINED_BATCHES
                 + " commits and " + RETAINED_BATCHES / 10 + " checkpoints; active files = closed days x files per closed day (unmaintained: scaled"
                 + " to 8,640 batches a day; maintained: as compacted) + the open day's files at 8,640 batches; tombstones = files removed per batch"
-                + " x 7 days of batches; checkpoint = (active + tombstones) x measured bytes per entry; snapshot load = one least-squares line of"
-                + " every measured load time on its checkpoint's bytes, all tables, all runs");
+                + " x 7 days of batches; checkpoint = (active + tombstones) x measured bytes per entry; snapshot load = the least-squares line"
+                + " through the snapshot probes (a table of raw_events' own add and remove actions, load time by number of actions), beyond the"
+                + " largest probe a linear extrapolation");
         List<double[]> points = new ArrayList<>();
-        runs.fields().forEachRemaining(run -> {
-            for (JsonNode x : run.getValue().get("samples")) {
-                for (Table t : TABLES) {
-                    JsonNode f = x.get(t.tableName());
-                    if (f.has("snapshot_ms")) {
-                        points.add(new double[] {f.get("last_checkpoint_bytes").asDouble(), f.get("snapshot_ms").asDouble()});
-                    }
-                }
-            }
-            for (Table t : TABLES) {
-                JsonNode end = run.getValue().get("tables_at_end").get(t.tableName());
-                points.add(new double[] {end.get("last_checkpoint_bytes").asDouble(), end.get("snapshot_load_ms").asDouble()});
-            }
-        });
-        double[] line = leastSquares(points);
-        double minX = points.stream().mapToDouble(p -> p[0]).min().orElse(0);
-        double maxX = points.stream().mapToDouble(p -> p[0]).max().orElse(0);
-        o.putObject("snapshot_ms_per_checkpoint_mb").put("intercept_ms", BenchResults.round(line[0], 1))
-                .put("ms_per_mb", BenchResults.round(line[1] * 1e6, 2)).put("probes", points.size())
-                .put("checkpoint_kb_measured", BenchResults.round(minX / 1e3, 1) + " .. " + BenchResults.round(maxX / 1e3, 1));
+        double maxProbe = 0;
+        for (JsonNode p : probes) {
+            points.add(new double[] {p.get("actions").asDouble(), p.get("load_ms").asDouble()});
+            maxProbe = Math.max(maxProbe, p.get("actions").asDouble());
+        }
+        final double[] line = leastSquares(points);
+        final double largest = maxProbe;
+        o.set("snapshot_probes", probes);
+        o.putObject("snapshot_ms_per_million_actions").put("intercept_ms", BenchResults.round(line[0], 1))
+                .put("ms_per_million", BenchResults.round(line[1] * 1e6, 1)).put("largest_probe_actions", (long) maxProbe);
         runs.fields().forEachRemaining(e -> {
             JsonNode r = e.getValue();
             boolean maintained = e.getKey().equals("maintained");
@@ -714,7 +735,7 @@ public final class LongHaulBenchmark {
                 JsonNode end = r.get("tables_at_end").get(t.tableName());
                 double closedDays = end.get("closed_days").asDouble();
                 double open = end.get("open_day_files").asDouble();
-                double openBatches = Math.max(1, n - closedDays * perDay);
+                double openBatches = Math.max(1, n - r.path("batches_before_first_full_day").asDouble() - closedDays * perDay);
                 double perClosedDay = closedDays == 0 ? (maintained ? 1 : open / openBatches * perDay) : end.get("closed_day_files").asDouble() / closedDays;
                 double activeEnd = end.get("active_files").asDouble();
                 double active = t == Table.STREAM_PROGRESS
@@ -732,7 +753,8 @@ public final class LongHaulBenchmark {
                 x.put("tombstones", Math.round(tombstones));
                 x.put("checkpoint_mb", BenchResults.round(checkpoint / 1e6, 2));
                 x.put("log_gb", BenchResults.round(log / 1e9, 2));
-                x.put("snapshot_s", BenchResults.round(Math.max(0, line[0] + Math.max(0, line[1]) * checkpoint) / 1000, 2));
+                x.put("snapshot_s", BenchResults.round(Math.max(0, line[0] + line[1] * (active + tombstones)) / 1000, 2));
+                x.put("snapshot_extrapolated_beyond_probes", active + tombstones > largest);
             }
         });
         return o;
@@ -743,7 +765,7 @@ public final class LongHaulBenchmark {
      * each writing {@code bench/results/long-haul-<run>.json}) into {@code bench/results/long-haul.json}
      * with the year extrapolated over both, and prints the year table.
      */
-    static void combine() throws IOException {
+    static void combine() throws Exception {
         ObjectNode root = BenchResults.JSON.createObjectNode();
         ObjectNode runs = root.putObject("runs");
         ObjectNode sittings = root.putObject("sittings");
@@ -761,13 +783,131 @@ public final class LongHaulBenchmark {
                 }
             });
         }
-        root.set("year_at_10s_trigger", extrapolate(runs));
+        Path work = Path.of("bench/work-long-haul").toAbsolutePath();
+        SparkSession spark = SparkSessions.create(TidemarkConfig.builder()
+                .set(TidemarkConfig.Key.LAKEHOUSE, work.resolve("snapshot-probe").toString()).build(), "bench-long-haul-combine");
+        root.set("year_at_10s_trigger", year(spark, runs, work.resolve("maintained"), work.resolve("snapshot-probe")));
+        spark.stop();
         String table = yearTable(root.get("year_at_10s_trigger"));
         System.out.print(table);
         Path json = BenchResults.write(Path.of("bench/results/long-haul.json").toAbsolutePath(), root);
         Files.writeString(Path.of("bench/results.log").toAbsolutePath(), "\n## " + Instant.now() + " bench/run long-haul --combine\n" + table,
                 java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         System.out.println("written " + Path.of("").toAbsolutePath().relativize(json) + "; appended to bench/results.log");
+    }
+
+    /** Probe sizes, in actions (files + tombstones) of one table; the largest bounds the memory and time a probe takes on this machine. */
+    static final long[] PROBE_ACTIONS = {10_000, 100_000, 1_000_000};
+
+    /** Snapshot probes, then the year extrapolated over {@code runs} (each a {@link Run#json}). */
+    static ObjectNode year(SparkSession spark, JsonNode runs, Path templateRun, Path probeDir) throws Exception {
+        Path template = templateRun.resolve("lakehouse").resolve(Table.RAW_EVENTS.tableName());
+        return extrapolate(runs, probeSnapshots(spark, template, probeDir, PROBE_ACTIONS));
+    }
+
+    /**
+     * What loading a table's state costs at a size the run never reached: for each of {@link #PROBE_ACTIONS}
+     * a table whose log holds that many actions, three in four of them live files and one a tombstone
+     * (about the maintained year's mix), made from the run's own add and remove actions of raw_events
+     * (same statistics, same widths; only path, day and times differ, spread over 365 days), checkpointed
+     * by Delta itself, then loaded by a reader with no cached state as in {@link Run#loadSnapshot}.
+     * No data file exists: loading the state never opens one.
+     */
+    static ArrayNode probeSnapshots(SparkSession spark, Path template, Path dir, long... sizes) throws Exception {
+        Path log = template.resolve("_delta_log");
+        JsonNode addTemplate = null;
+        JsonNode removeTemplate = null;
+        try (Stream<Path> commits = Files.list(log)) {
+            for (Path p : (Iterable<Path>) commits.filter(p -> p.getFileName().toString().matches("\\d{20}\\.json")).sorted()::iterator) {
+                for (String line : Files.readAllLines(p)) {
+                    if (addTemplate == null && line.startsWith("{\"add\"")) {
+                        addTemplate = BenchResults.JSON.readTree(line).get("add");
+                    } else if (removeTemplate == null && line.startsWith("{\"remove\"")) {
+                        removeTemplate = BenchResults.JSON.readTree(line).get("remove");
+                    }
+                }
+                if (addTemplate != null && removeTemplate != null) {
+                    break;
+                }
+            }
+        }
+        if (addTemplate == null || removeTemplate == null) {
+            throw new IllegalStateException("no add and remove action in " + log + " to build snapshot probes from");
+        }
+        com.fasterxml.jackson.databind.ObjectMapper compact = new com.fasterxml.jackson.databind.ObjectMapper();
+        ArrayNode out = BenchResults.JSON.createArrayNode();
+        long now = System.currentTimeMillis();
+        LocalDate firstDay = LocalDate.of(2026, 1, 1);
+        for (long actions : sizes) {
+            Path table = dir.resolve("actions-" + actions);
+            SpeedLayerBenchmark.deleteRecursively(table);
+            Path probeLog = Files.createDirectories(table.resolve("_delta_log"));
+            Files.copy(log.resolve(String.format("%020d.json", 0)), probeLog.resolve(String.format("%020d.json", 0)));
+            long removes = actions / 4;
+            long adds = actions - removes;
+            try (java.io.BufferedWriter w = Files.newBufferedWriter(probeLog.resolve(String.format("%020d.json", 1)))) {
+                for (long i = 0; i < actions; i++) {
+                    boolean add = i < adds;
+                    ObjectNode a = ((ObjectNode) (add ? addTemplate : removeTemplate)).deepCopy();
+                    String day = firstDay.plusDays(i % 365).toString();
+                    a.put("path", "event_date=" + day + "/probe-" + (add ? "add-" : "removed-") + i + ".parquet");
+                    a.putObject("partitionValues").put("event_date", day);
+                    a.put(add ? "modificationTime" : "deletionTimestamp", now);
+                    w.write(compact.writeValueAsString(BenchResults.JSON.createObjectNode().set(add ? "add" : "remove", a)));
+                    w.newLine();
+                }
+            }
+            // A commit with a checkpoint interval of 1: Delta writes the checkpoint of this state itself.
+            long t0 = System.nanoTime();
+            spark.sql("ALTER TABLE delta.`" + table + "` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')");
+            double checkpointS = (System.nanoTime() - t0) / 1e9;
+            long checkpointBytes = 0;
+            try (Stream<Path> files = Files.list(probeLog)) {
+                checkpointBytes = files.filter(p -> p.getFileName().toString().contains(".checkpoint")).mapToLong(p -> p.toFile().length()).sum();
+            }
+            if (checkpointBytes == 0) {
+                throw new IllegalStateException("Delta wrote no checkpoint for the probe " + table);
+            }
+            // Two readers' first calls, interleaved: DESCRIBE DETAIL (as the runs probe) and the plan of a query of one
+            // day (the files it would read), which needs the table's whole state: that one is the year's figure.
+            double[] detailMs = new double[SNAPSHOT_ROUNDS];
+            double[] planMs = new double[SNAPSHOT_ROUNDS];
+            long expectedDayFiles = (adds + 364) / 365;
+            for (int r = 0; r < SNAPSHOT_ROUNDS; r++) {
+                DeltaLog.clearCache();
+                long t1 = System.nanoTime();
+                long files = spark.sql("DESCRIBE DETAIL delta.`" + table + "`").select("numFiles").first().getLong(0);
+                detailMs[r] = (System.nanoTime() - t1) / 1e6;
+                DeltaLog.clearCache();
+                long t2 = System.nanoTime();
+                int dayFiles = spark.read().format("delta").load(table.toString()).where("event_date = DATE'" + firstDay + "'").inputFiles().length;
+                planMs[r] = (System.nanoTime() - t2) / 1e6;
+                if (files != adds || dayFiles != expectedDayFiles) {
+                    throw new IllegalStateException("the probe " + table + " holds " + files + " files and " + dayFiles + " of " + firstDay
+                            + ", not " + adds + " and " + expectedDayFiles);
+                }
+            }
+            double loadMs = BenchResults.median(planMs);
+            out.addObject().put("actions", actions).put("files", adds).put("tombstones", removes)
+                    .put("checkpoint_mb", BenchResults.round(checkpointBytes / 1e6, 2)).put("load_ms", BenchResults.round(loadMs, 1))
+                    .put("describe_detail_ms", BenchResults.round(BenchResults.median(detailMs), 1))
+                    .put("checkpoint_written_s", BenchResults.round(checkpointS, 1));
+            System.out.printf(Locale.ROOT, "snapshot probe: %,d files + %,d tombstones, checkpoint %.1f MB (written in %.0f s): a day's query planned in "
+                    + "%.0f ms, DESCRIBE DETAIL %.0f ms; load %s%n", adds, removes, checkpointBytes / 1e6, checkpointS, loadMs,
+                    BenchResults.median(detailMs), BenchResults.loadAverage());
+            SpeedLayerBenchmark.deleteRecursively(table);
+        }
+        return out;
+    }
+
+    static String probeLines(JsonNode probes) {
+        StringBuilder b = new StringBuilder();
+        for (JsonNode p : probes) {
+            b.append(String.format(Locale.ROOT, "\n  %,d files + %,d tombstones: checkpoint %.1f MB, a day's query planned in %.0f ms "
+                    + "(DESCRIBE DETAIL %.0f ms)", p.get("files").asLong(), p.get("tombstones").asLong(), p.get("checkpoint_mb").asDouble(),
+                    p.get("load_ms").asDouble(), p.get("describe_detail_ms").asDouble()));
+        }
+        return b.toString();
     }
 
     /** Intercept and slope of the least-squares line through the points (slope 0 when x does not vary). */
@@ -787,12 +927,12 @@ public final class LongHaulBenchmark {
 
     /**
      * A table's log at the end of a run: add and remove actions over every commit, entries of the newest
-     * checkpoint ({@code _last_checkpoint}'s size), and its active files on the closed days of the event
-     * clock, on open days, and on the days before the clock starts (a few out-of-order records of the
-     * first hours, not a day of traffic: the model leaves them out).
+     * checkpoint ({@code _last_checkpoint}'s size), and its active files on the closed whole days of the
+     * event clock, on open days, and on the days before the first whole one (a part of a day, and a few
+     * out-of-order records before the clock starts: the model leaves them out).
      */
     record LogEnd(long adds, long removes, long checkpointEntries, long closedDays, long closedDayFiles, long openDayFiles, long earlyDayFiles) {
-        static LogEnd of(SparkSession spark, Lakehouse lakehouse, Table t, ClosedDays closed, LocalDate clockStart) throws IOException {
+        static LogEnd of(SparkSession spark, Lakehouse lakehouse, Table t, ClosedDays closed, LocalDate firstFullDay) throws IOException {
             Path log = Path.of(lakehouse.path(t), "_delta_log");
             long adds = 0;
             long removes = 0;
@@ -818,7 +958,7 @@ public final class LongHaulBenchmark {
             if (day != null) {
                 for (Row r : spark.read().format("delta").load(lakehouse.path(t)).groupBy(day)
                         .agg(org.apache.spark.sql.functions.countDistinct(org.apache.spark.sql.functions.col("_metadata.file_path"))).collectAsList()) {
-                    if (r.getDate(0).toLocalDate().isBefore(clockStart)) {
+                    if (r.getDate(0).toLocalDate().isBefore(firstFullDay)) {
                         earlyFiles += r.getLong(1);
                     } else if (closed.isClosed(r.getDate(0).toLocalDate())) {
                         closedDays++;
@@ -833,16 +973,19 @@ public final class LongHaulBenchmark {
     }
 
     static String yearTable(JsonNode year) {
-        JsonNode fit = year.get("snapshot_ms_per_checkpoint_mb");
+        JsonNode fit = year.get("snapshot_ms_per_million_actions");
         StringBuilder b = new StringBuilder("\n### A year at the default 10 s trigger, extrapolated\n\n" + year.get("model").asText()
-                + String.format(Locale.ROOT, "\n\nsnapshot load fit: %.0f ms + %.2f ms per MB of checkpoint, %d probes, checkpoints of %s KB measured",
-                        fit.get("intercept_ms").asDouble(), fit.get("ms_per_mb").asDouble(), fit.get("probes").asInt(), fit.get("checkpoint_kb_measured").asText())
+                + "\n\nsnapshot probes (a table of raw_events' own actions, a reader's first call, median of " + SNAPSHOT_ROUNDS + "):"
+                + probeLines(year.get("snapshot_probes"))
+                + String.format(Locale.ROOT, "\nline through them: %.0f ms + %.0f ms per million actions (files + tombstones); * = beyond the largest probe",
+                        fit.get("intercept_ms").asDouble(), fit.get("ms_per_million").asDouble())
                 + "\n\n| run | table | active files | tombstones | checkpoint MB | log GB | snapshot load s |\n|---|---|---:|---:|---:|---:|---:|\n");
         year.fields().forEachRemaining(run -> {
             if (run.getValue().isObject() && !run.getKey().startsWith("snapshot")) {
-                run.getValue().fields().forEachRemaining(t -> b.append(String.format(Locale.ROOT, "| %s | %s | %,d | %,d | %.1f | %.1f | %.1f |%n",
+                run.getValue().fields().forEachRemaining(t -> b.append(String.format(Locale.ROOT, "| %s | %s | %,d | %,d | %.1f | %.1f | %.1f%s |%n",
                         run.getKey(), t.getKey(), t.getValue().get("active_files").asLong(), t.getValue().get("tombstones").asLong(),
-                        t.getValue().get("checkpoint_mb").asDouble(), t.getValue().get("log_gb").asDouble(), t.getValue().get("snapshot_s").asDouble())));
+                        t.getValue().get("checkpoint_mb").asDouble(), t.getValue().get("log_gb").asDouble(), t.getValue().get("snapshot_s").asDouble(),
+                        t.getValue().get("snapshot_extrapolated_beyond_probes").asBoolean() ? " *" : "")));
             }
         });
         return b.toString();

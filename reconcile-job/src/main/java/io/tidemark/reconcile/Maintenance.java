@@ -405,20 +405,43 @@ public final class Maintenance {
 
     /** Parquet files under the table's directory, referenced or not (what vacuum deletes from). */
     private java.util.Set<String> dataFilesOnDisk(Table table) {
+        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(lakehouse.path(table));
         try {
-            org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(lakehouse.path(table));
-            org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(spark.sparkContext().hadoopConfiguration());
-            java.util.Set<String> files = new java.util.HashSet<>();
-            for (var it = fs.listFiles(root, true); it.hasNext(); ) {
-                org.apache.hadoop.fs.Path p = it.next().getPath();
-                if (p.getName().endsWith(".parquet") && !p.toString().contains("/_delta_log/")) {
-                    files.add(p.toString());
+            return dataFilesOnDisk(root.getFileSystem(spark.sparkContext().hadoopConfiguration()), root);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot list " + root, e);
+        }
+    }
+
+    /**
+     * Parquet files under {@code root}, skipping hidden entries as vacuum does ({@code _delta_log},
+     * checksum and temporary files): a running stream creates and renames those while this lists, and
+     * a recursive listing that stats every entry fails on one that vanished in between. A directory
+     * removed meanwhile (an expired day) holds nothing.
+     */
+    static java.util.Set<String> dataFilesOnDisk(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path root) throws java.io.IOException {
+        java.util.Set<String> files = new java.util.HashSet<>();
+        java.util.ArrayDeque<org.apache.hadoop.fs.Path> dirs = new java.util.ArrayDeque<>(List.of(root));
+        while (!dirs.isEmpty()) {
+            org.apache.hadoop.fs.FileStatus[] entries;
+            try {
+                entries = fs.listStatus(dirs.pop());
+            } catch (java.io.FileNotFoundException gone) {
+                continue;
+            }
+            for (org.apache.hadoop.fs.FileStatus e : entries) {
+                String name = e.getPath().getName();
+                if (name.startsWith("_") || name.startsWith(".")) {
+                    continue;
+                }
+                if (e.isDirectory()) {
+                    dirs.push(e.getPath());
+                } else if (name.endsWith(".parquet")) {
+                    files.add(e.getPath().toString());
                 }
             }
-            return files;
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot list " + lakehouse.path(table), e);
         }
+        return files;
     }
 
     private static long total(Map<LocalDate, long[]> byDay, int i) {

@@ -152,4 +152,50 @@ class MaintenanceTest {
         assertThat(figures()).isEqualTo(rowsBefore);
         assertThat(spark.conf().get("spark.databricks.delta.retentionDurationCheck.enabled", "true")).isEqualTo("true");
     }
+
+    /**
+     * The files vacuum counts are listed while a stream commits beside it: Delta's and Hadoop's hidden
+     * temporary files appear and vanish in the log and the day directories, and a day directory can
+     * vanish whole. The listing gives exactly the data files every time (a recursive listing that
+     * stats each entry failed on a temporary file renamed away in between, in the long-haul run).
+     */
+    @Test
+    void listsDataFilesWhileHiddenFilesComeAndGo() throws Exception {
+        Path table = dir.resolve("listing");
+        Path day = java.nio.file.Files.createDirectories(table.resolve("event_date=2026-11-28"));
+        Path log = java.nio.file.Files.createDirectories(table.resolve("_delta_log"));
+        java.nio.file.Files.writeString(day.resolve("part-00000-a.c000.snappy.parquet"), "x");
+        java.nio.file.Files.writeString(day.resolve("part-00001-b.c000.snappy.parquet"), "x");
+        java.nio.file.Files.writeString(log.resolve("00000000000000000010.checkpoint.parquet"), "x");
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread churn = new Thread(() -> {
+            for (long i = 0; !stop.get(); i++) {
+                try {
+                    for (Path d : List.of(log, day)) {
+                        Path tmp = d.resolve("." + String.format("%020d", i) + ".crc." + i + ".tmp");
+                        java.nio.file.Files.writeString(tmp, "x");
+                        java.nio.file.Files.move(tmp, d.resolve("." + i + ".crc"));
+                        java.nio.file.Files.delete(d.resolve("." + i + ".crc"));
+                    }
+                    Path gone = java.nio.file.Files.createDirectories(table.resolve("event_date=2026-01-01"));
+                    java.nio.file.Files.delete(gone);
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+        });
+        churn.start();
+        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(table.toUri());
+        org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(spark.sparkContext().hadoopConfiguration());
+        try {
+            for (int i = 0; i < 300; i++) {
+                assertThat(Maintenance.dataFilesOnDisk(fs, root)).as("listing %d", i)
+                        .containsExactlyInAnyOrder(day.resolve("part-00000-a.c000.snappy.parquet").toUri().toString().replace("file:///", "file:/"),
+                                day.resolve("part-00001-b.c000.snappy.parquet").toUri().toString().replace("file:///", "file:/"));
+            }
+        } finally {
+            stop.set(true);
+            churn.join();
+        }
+    }
 }
