@@ -119,8 +119,7 @@ public final class LongHaulBenchmark {
         if (args.length == 2 && args[0].equals("--probe")) { // only the snapshot probes, at the sizes given, from the maintained run's raw_events
             long[] sizes = java.util.Arrays.stream(args[1].split(",")).mapToLong(Long::parseLong).toArray();
             Path probeWork = work.resolve("snapshot-probe");
-            SparkSession spark = SparkSessions.create(TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, probeWork.toString()).build(),
-                    "bench-long-haul-probe");
+            SparkSession spark = probeSession(probeWork);
             System.out.print(probeLines(probeSnapshots(spark, work.resolve("maintained").resolve("lakehouse").resolve(Table.RAW_EVENTS.tableName()),
                     probeWork, sizes)) + "\n");
             spark.stop();
@@ -144,7 +143,7 @@ public final class LongHaulBenchmark {
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
                 case "--max-time" -> maxTime = TidemarkConfig.parseDuration(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (known: --batches, --records-per-batch, "
-                        + "--batches-per-day, --maintain-every, --sample-every, --vacuum-retention, --only, --work, --max-time; or --combine alone)");
+                        + "--batches-per-day, --maintain-every, --sample-every, --vacuum-retention, --only, --work, --max-time; or --combine alone, or --probe n,n,...)");
             }
         }
         if (batches < MARK_WINDOW || perBatch < 1 || perDay < 10 || maintainEvery < 1 || sampleEvery < 1) {
@@ -788,8 +787,7 @@ public final class LongHaulBenchmark {
             throw new IllegalArgumentException("--combine needs bench/results/long-haul-maintained.json or -unmaintained.json: run a sitting first");
         }
         Path work = Path.of("bench/work-long-haul").toAbsolutePath();
-        SparkSession spark = SparkSessions.create(TidemarkConfig.builder()
-                .set(TidemarkConfig.Key.LAKEHOUSE, work.resolve("snapshot-probe").toString()).build(), "bench-long-haul-combine");
+        SparkSession spark = probeSession(work.resolve("snapshot-probe"));
         root.set("year_at_10s_trigger", year(spark, runs, work.resolve(runs.fieldNames().next()), work.resolve("snapshot-probe")));
         spark.stop();
         String table = yearTable(root.get("year_at_10s_trigger"));
@@ -802,6 +800,11 @@ public final class LongHaulBenchmark {
 
     /** Probe sizes, in actions (files + tombstones) of one table; the largest bounds the memory and time a probe takes on this machine. */
     static final long[] PROBE_ACTIONS = {10_000, 100_000, 1_000_000};
+
+    /** A session for the snapshot probes alone (no run's lakehouse). */
+    static SparkSession probeSession(Path probeDir) {
+        return SparkSessions.create(TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, probeDir.toString()).build(), "bench-long-haul-probe");
+    }
 
     /** Snapshot probes, then the year extrapolated over {@code runs} (each a {@link Run#json}). */
     static ObjectNode year(SparkSession spark, JsonNode runs, Path templateRun, Path probeDir) throws Exception {
