@@ -47,6 +47,9 @@ public final class TidemarkConfig {
                 + "4 times per timeout; another start is refused while the lease lives. A stream that died on this host is taken over at once, "
                 + "one on another host once its lease is this old."),
         FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Stop with a clear message when Kafka offsets the stream had not read yet are gone (retention, deleteRecords, topic deleted and recreated); false = continue past the gap and record it in stream_gaps."),
+        METRICS_PORT("metrics.port", "9464", "Port of the running stream's Prometheus endpoint (GET /metrics); 0 = no endpoint. "
+                + "A port in use stops the start with a clear message, before any batch."),
+        METRICS_HOST("metrics.host", "127.0.0.1", "Address the metrics endpoint binds to: loopback by default; 0.0.0.0 for a Prometheus on another host."),
         SPARK_MASTER("spark.master", "local[2]", "Spark master used when the launcher starts Spark itself (spark-submit passes its own)."),
         SHUFFLE_PARTITIONS("spark.shuffle-partitions", "2", "spark.sql.shuffle.partitions for both jobs."),
         RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default."),
@@ -187,6 +190,7 @@ public final class TidemarkConfig {
             switch (k) {
                 case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT, VACUUM_RETENTION -> duration(k);
                 case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
+                case METRICS_PORT -> metricsPort();
                 case FAIL_ON_DATA_LOSS -> bool(k);
                 default -> {
                     if (get(k).isBlank()) {
@@ -252,6 +256,16 @@ public final class TidemarkConfig {
     public String startingOffsets() { return get(Key.STARTING_OFFSETS); }
     public boolean failOnDataLoss() { return bool(Key.FAIL_ON_DATA_LOSS); }
     public String sparkMaster() { return get(Key.SPARK_MASTER); }
+    public String metricsHost() { return get(Key.METRICS_HOST); }
+
+    /** The metrics endpoint's port; 0 = none. */
+    public int metricsPort() {
+        long p = positiveLong(Key.METRICS_PORT, true);
+        if (p > 65_535) {
+            throw new IllegalArgumentException("setting " + Key.METRICS_PORT.name + " = " + p + " is not a port (0-65535; 0 = no endpoint)");
+        }
+        return (int) p;
+    }
     public int shufflePartitions() { return (int) positiveLong(Key.SHUFFLE_PARTITIONS, false); }
     public int reconcileRecentDays() { return (int) positiveLong(Key.RECONCILE_RECENT_DAYS, false); }
 

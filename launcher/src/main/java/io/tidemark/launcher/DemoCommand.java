@@ -209,6 +209,7 @@ final class DemoCommand extends TidemarkCommand {
         checkInterrupted();
         StreamingQuery query = job.start(false);
         runningQuery = query;
+        job.metricsPort().ifPresent(p -> say("  metrics of the running stream: http://%s:%d/metrics (Prometheus text format)", config.metricsHost(), p));
         // A failure or a second Ctrl-C exits the JVM: stop the query before Spark stops its context.
         Object sparkHook = SparkShutdown.register(() -> {
             if (query.isActive()) {

@@ -3,58 +3,241 @@ package io.tidemark.launcher;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.StringJoiner;
+import java.util.TreeMap;
 
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.reconcile.Maintenance;
 import io.tidemark.stream.StreamCheckpoint;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code tidemark status}: where the speed layer stands, from the tables, the checkpoint and Kafka. */
+/**
+ * {@code tidemark status}: where the speed layer stands, from the tables, the checkpoint and Kafka.
+ * The facts are gathered once ({@link Facts}) and printed as text or as one JSON document
+ * ({@code --json}, schema in docs/status.schema.json) whose exit code tells health.
+ */
 @Command(name = "status", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Watermark, freshness, throughput, lag per partition, late and invalid counts, closed and dirty days.",
-                "Reads the tables, the stream's checkpoint and the topic's end offsets; works whether or not a stream runs."})
+        description = {"Watermark, freshness, throughput, lag per partition, late and invalid counts, closed and dirty days, health.",
+                "Reads the tables, the stream's checkpoint and the topic's end offsets; works whether or not a stream runs.",
+                "With --json: one JSON document (docs/status.schema.json) and the health as exit code: 0 healthy or idle, "
+                        + "3 stalled, 4 lagging, 5 no stream has run yet."})
 final class StatusCommand extends TidemarkCommand {
+
+    /** Exit codes of {@code --json}: what a probe or a cron check acts on. */
+    static final int STALLED = 3;
+    static final int LAGGING = 4;
+    static final int NOT_STARTED = 5;
+    static final String SCHEMA = "tidemark-status/1";
 
     @Option(names = "--batches", paramLabel = "N", defaultValue = "10",
             description = "Throughput over the last N micro-batches (default: ${DEFAULT-VALUE}).")
     int batches;
+
+    @Option(names = "--json", description = "One JSON document on stdout (docs/status.schema.json); the exit code tells health.")
+    boolean json;
+
+    @Option(names = "--stalled-after", paramLabel = "N", defaultValue = "10",
+            description = "Stalled when records wait in the topic (or Kafka cannot be asked) and no batch has committed for N triggers "
+                    + "(N × stream.trigger, at least N seconds; default: ${DEFAULT-VALUE}).")
+    int stalledAfterTriggers;
+
+    @Option(names = "--max-lag", paramLabel = "RECORDS",
+            description = "Lagging when more records than this wait in the topic (default: no limit).")
+    Long maxLag;
+
+    /** The topic's end offsets; null when Kafka did not answer, empty when the topic does not exist. */
+    record Kafka(Map<Integer, Long> endOffsets) {
+        boolean reachable() {
+            return endOffsets != null;
+        }
+    }
+
+    /** Records between the checkpoint's committed offsets (nothing committed: 0) and the topic's end. */
+    record Lag(long total, Map<Integer, Long> perPartition) {
+        static Lag of(Map<Integer, Long> end, Map<Integer, Long> consumed) {
+            Map<Integer, Long> per = new TreeMap<>();
+            long total = 0;
+            for (Map.Entry<Integer, Long> e : end.entrySet()) {
+                long lag = Math.max(0, e.getValue() - consumed.getOrDefault(e.getKey(), 0L));
+                per.put(e.getKey(), lag);
+                total += lag;
+            }
+            return new Lag(total, per);
+        }
+    }
+
+    /** Throughput over the newest progress rows. */
+    record Throughput(int batches, long records, long busyMs, long wallMs) {
+        static Throughput of(List<ProgressRow> recent) {
+            long in = 0;
+            long busy = 0;
+            for (ProgressRow b : recent) {
+                in += b.recordsIn();
+                busy += b.durationMs();
+            }
+            ProgressRow oldest = recent.get(recent.size() - 1);
+            long wall = recent.get(0).finishedAt().getTime() - oldest.startedAt().getTime();
+            return new Throughput(recent.size(), in, busy, wall);
+        }
+
+        double busyRate() {
+            return busyMs > 0 ? records * 1000.0 / busyMs : 0;
+        }
+
+        double wallRate() {
+            return wallMs > 0 ? records * 1000.0 / wallMs : 0;
+        }
+    }
+
+    /** Kafka offsets the stream skipped (only with stream.fail-on-data-loss=false): stream_gaps. */
+    record Gaps(long count, long lostRecords, long unknownSize, Row last) {
+    }
+
+    /** The verdict: {@code healthy}, {@code idle}, {@code stalled}, {@code lagging} or {@code not_started}, and why. */
+    record Health(String state, int exitCode, String reason) {
+    }
+
+    /** Everything status reports, gathered once. */
+    record Facts(Instant at, String lakehouse, TidemarkConfig config, Optional<StreamCheckpoint.Committed> committed, Kafka kafka, Lag lag,
+                 LakehouseFigures figures, Gaps gaps, List<Maintenance.TableState> tables, Health health) {
+    }
 
     @Override
     public Integer call() {
         if (batches < 1) {
             throw new UserError("--batches must be at least 1, got " + batches);
         }
+        if (stalledAfterTriggers < 1) {
+            throw new UserError("--stalled-after must be at least 1 trigger, got " + stalledAfterTriggers);
+        }
+        if (maxLag != null && maxLag < 0) {
+            throw new UserError("--max-lag must not be negative, got " + maxLag);
+        }
         TidemarkConfig config = config();
-        Lakehouse lakehouse = Lakehouse.of(config);
-        say("lakehouse   %s", lakehouse.root());
-        Optional<StreamCheckpoint.Committed> committed = StreamCheckpoint.read(config.checkpointUri());
-        printLag(config, committed);
-        if (!LakehouseFigures.progressTableExists(lakehouse)) {
-            say("stream      no stream has run yet (no stream_progress table under %s); start one with 'tidemark stream'", lakehouse.root());
-            return Tidemark.OK;
+        Facts facts = gather(config);
+        if (json) {
+            out().println(toJson(facts));
+            out().flush();
+            return facts.health().exitCode();
         }
-        SparkSession spark = SparkSessions.create(config, "tidemark-status");
-        try {
-            LakehouseFigures f = LakehouseFigures.read(spark, lakehouse, batches);
-            print(f);
-            printGaps(spark, lakehouse);
-            printTables(spark, lakehouse, f.closed());
-        } finally {
-            spark.stop();
-        }
+        print(facts);
         return Tidemark.OK;
     }
 
-    private void print(LakehouseFigures f) {
+    private Facts gather(TidemarkConfig config) {
+        Lakehouse lakehouse = Lakehouse.of(config);
+        Optional<StreamCheckpoint.Committed> committed = StreamCheckpoint.read(config.checkpointUri());
+        Kafka kafka = kafka(config);
+        Lag lag = null;
+        if (kafka.reachable() && !kafka.endOffsets().isEmpty()) {
+            lag = Lag.of(kafka.endOffsets(), committed.filter(c -> c.batchId() >= 0).map(c -> c.topic(config.topic())).orElse(Map.of()));
+        }
+        LakehouseFigures figures = null;
+        Gaps gaps = null;
+        List<Maintenance.TableState> tables = List.of();
+        if (LakehouseFigures.progressTableExists(lakehouse)) {
+            SparkSession spark = SparkSessions.create(config, "tidemark-status");
+            try {
+                figures = LakehouseFigures.read(spark, lakehouse, batches);
+                gaps = gaps(spark, lakehouse);
+                tables = tables(spark, lakehouse, figures);
+            } finally {
+                spark.stop();
+            }
+        }
+        Instant now = Instant.now();
+        return new Facts(now, lakehouse.root().toString(), config, committed, kafka, lag, figures, gaps, tables,
+                health(config, now, figures, kafka, lag));
+    }
+
+    private static Kafka kafka(TidemarkConfig config) {
+        try (KafkaTopics kafka = new KafkaTopics(config.bootstrapServers(), config.kafkaOptions(), Duration.ofSeconds(5))) {
+            return new Kafka(kafka.endOffsets(config.topic()));
+        } catch (KafkaTopics.Unavailable e) {
+            return new Kafka(null);
+        }
+    }
+
+    /** Stalled: no batch for N triggers while records wait or Kafka cannot say; idle: the same with nothing waiting. */
+    Health health(TidemarkConfig config, Instant now, LakehouseFigures f, Kafka kafka, Lag lag) {
+        if (f == null || f.last().isEmpty()) {
+            return new Health("not_started", NOT_STARTED, "no stream has committed a batch to this lakehouse yet");
+        }
+        Duration stalledAfter = Duration.ofMillis(Math.max(config.trigger().toMillis(), 1_000) * stalledAfterTriggers);
+        Duration age = Duration.between(f.last().get().finishedAt().toInstant(), now);
+        if (age.compareTo(stalledAfter) > 0) {
+            if (!kafka.reachable()) {
+                return new Health("stalled", STALLED, "no batch for " + Formats.duration(age) + " and Kafka did not answer at "
+                        + config.bootstrapServers());
+            }
+            if (lag != null && lag.total() > 0) {
+                return new Health("stalled", STALLED, "no batch for " + Formats.duration(age) + " while " + Formats.count(lag.total())
+                        + " records wait in " + config.topic());
+            }
+        }
+        if (maxLag != null && lag != null && lag.total() > maxLag) {
+            return new Health("lagging", LAGGING, Formats.count(lag.total()) + " records wait in " + config.topic() + ", more than --max-lag "
+                    + Formats.count(maxLag));
+        }
+        if (age.compareTo(stalledAfter) > 0) {
+            return new Health("idle", Tidemark.OK, "no batch for " + Formats.duration(age) + "; nothing waits in " + config.topic());
+        }
+        return new Health("healthy", Tidemark.OK, "last batch " + Formats.duration(age) + " ago");
+    }
+
+    private static List<Maintenance.TableState> tables(SparkSession spark, Lakehouse lakehouse, LakehouseFigures f) {
+        List<Maintenance.TableState> out = new ArrayList<>();
+        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+            if (io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t))) {
+                out.add(Maintenance.state(spark, lakehouse, t, f.closed()));
+            }
+        }
+        return out;
+    }
+
+    private static Gaps gaps(SparkSession spark, Lakehouse lakehouse) {
+        String path = lakehouse.path(Lakehouse.Table.STREAM_GAPS);
+        if (!path.contains("://") && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
+            return new Gaps(0, 0, 0, null);
+        }
+        Row totals = spark.read().format("delta").load(path)
+                .selectExpr("count(*)", "coalesce(sum(lost_records), 0)", "count_if(lost_records IS NULL)").first();
+        if (totals.getLong(0) == 0) {
+            return new Gaps(0, 0, 0, null);
+        }
+        Row last = spark.read().format("delta").load(path)
+                .orderBy(org.apache.spark.sql.functions.col("batch_id").desc(), org.apache.spark.sql.functions.col("partition").desc())
+                .select("batch_id", "topic", "partition", "expected_offset", "resumed_offset", "kind").first();
+        return new Gaps(totals.getLong(0), totals.getLong(1), totals.getLong(2), last);
+    }
+
+    // ---- text ----
+
+    private void print(Facts x) {
+        TidemarkConfig config = x.config();
+        say("lakehouse   %s", x.lakehouse());
+        printKafka(config, x);
+        if (x.figures() == null) {
+            say("stream      no stream has run yet (no stream_progress table under %s); start one with 'tidemark stream'", x.lakehouse());
+            return;
+        }
+        LakehouseFigures f = x.figures();
         Optional<ProgressRow> last = f.last();
         if (last.isEmpty()) {
             say("stream      no stream has run yet (stream_progress is empty)");
@@ -62,22 +245,14 @@ final class StatusCommand extends TidemarkCommand {
             ProgressRow r = last.get();
             Instant finished = r.finishedAt().toInstant();
             say("last batch  %d, finished %s (%s ago), took %s; query %s", r.batchId(), Formats.instant(finished),
-                    Formats.duration(Duration.between(finished, Instant.now())), Formats.duration(r.durationMs()), r.queryId());
+                    Formats.duration(Duration.between(finished, x.at())), Formats.duration(r.durationMs()), r.queryId());
             say("watermark   %s in force, next %s; max event time seen %s", BatchLine.watermark(r.watermark()).trim(),
                     BatchLine.watermark(r.nextWatermark()).trim(), Formats.instant(r.maxEventTsSeen()));
             say("freshness   %s (batch end minus the newest event time seen)",
                     r.freshnessMs() == null ? "unknown" : Formats.duration(r.freshnessMs()));
-            long in = 0;
-            long busyMs = 0;
-            for (ProgressRow b : f.recent()) {
-                in += b.recordsIn();
-                busyMs += b.durationMs();
-            }
-            ProgressRow oldest = f.recent().get(f.recent().size() - 1);
-            long wallMs = finished.toEpochMilli() - oldest.startedAt().getTime();
+            Throughput t = Throughput.of(f.recent());
             say("throughput  last %d batches: %s records, %s while processing, %s over %s of wall time",
-                    f.recent().size(), Formats.count(in), Formats.rate(busyMs > 0 ? in * 1000.0 / busyMs : 0),
-                    Formats.rate(wallMs > 0 ? in * 1000.0 / wallMs : 0), Formats.duration(wallMs));
+                    t.batches(), Formats.count(t.records()), Formats.rate(t.busyRate()), Formats.rate(t.wallRate()), Formats.duration(t.wallMs()));
         }
         say("totals      raw_events %s (late %s), late_events %s, dead_letter %s (invalid), kpi_5m %s rows (%s final)",
                 Formats.count(f.rawEvents()), Formats.count(f.rawLate()), Formats.count(f.lateEvents()),
@@ -95,92 +270,169 @@ final class StatusCommand extends TidemarkCommand {
             }
             say("dirty days  %d: %s%s; reconcile them to fold the late records in", dirty.size(), dirty.size() > 8 ? "... " : "", j);
         }
-    }
-
-    /** Per table: files, bytes, log commits since Delta's last checkpoint, and what compaction has left ({@code tidemark maintain}). */
-    private void printTables(SparkSession spark, Lakehouse lakehouse, io.tidemark.lakehouse.ClosedDays closed) {
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
-            if (!io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t))) {
-                continue;
-            }
-            io.tidemark.reconcile.Maintenance.TableState s = io.tidemark.reconcile.Maintenance.state(spark, lakehouse, t, closed);
-            say("table       %-16s %s files, %s bytes, %s commits since the last log checkpoint%s", t.tableName(), Formats.count(s.files()),
+        printGaps(x.gaps());
+        for (Maintenance.TableState s : x.tables()) {
+            say("table       %-16s %s files, %s bytes, %s commits since the last log checkpoint%s", s.table().tableName(), Formats.count(s.files()),
                     Formats.count(s.bytes()), Formats.count(s.commitsSinceCheckpoint()),
                     s.oldestUncompacted().map(d -> "; closed days not compacted since " + d + " (tidemark maintain)").orElse(""));
         }
+        say("health      %s: %s", x.health().state(), x.health().reason());
     }
 
-    /** Kafka offsets the stream skipped (only with stream.fail-on-data-loss=false): stream_gaps. */
-    private void printGaps(SparkSession spark, Lakehouse lakehouse) {
-        String path = lakehouse.path(Lakehouse.Table.STREAM_GAPS);
-        if (!path.contains("://") && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
-            say("gaps        none (no stream_gaps table yet)");
-            return;
-        }
-        org.apache.spark.sql.Row totals = spark.read().format("delta").load(path)
-                .selectExpr("count(*)", "coalesce(sum(lost_records), 0)", "count_if(lost_records IS NULL)").first();
-        long gaps = totals.getLong(0);
-        if (gaps == 0) {
+    private void printGaps(Gaps g) {
+        if (g.count() == 0) {
             say("gaps        none: no Kafka offset was skipped");
             return;
         }
-        org.apache.spark.sql.Row last = spark.read().format("delta").load(path)
-                .orderBy(org.apache.spark.sql.functions.col("batch_id").desc(), org.apache.spark.sql.functions.col("partition").desc())
-                .select("batch_id", "topic", "partition", "expected_offset", "resumed_offset", "kind").first();
-        long unknown = totals.getLong(2);
+        Row last = g.last();
         say("gaps        %d Kafka offset gaps skipped (stream.fail-on-data-loss=false): %s records lost%s; last: batch %d, %s-%d %s, "
                         + "expected offset %d, resumed at %s; see the stream_gaps table",
-                gaps, Formats.count(totals.getLong(1)), unknown == 0 ? "" : " plus " + unknown + " gaps of unknown size",
+                g.count(), Formats.count(g.lostRecords()), g.unknownSize() == 0 ? "" : " plus " + g.unknownSize() + " gaps of unknown size",
                 last.getLong(0), last.getString(1), last.getInt(2), last.getString(5), last.getLong(3), last.isNullAt(4) ? "-" : last.get(4));
     }
 
-    private void printLag(TidemarkConfig config, Optional<StreamCheckpoint.Committed> committed) {
-        String topic = config.topic();
-        Map<Integer, Long> end;
-        try (KafkaTopics kafka = new KafkaTopics(config.bootstrapServers(), config.kafkaOptions(), Duration.ofSeconds(5))) {
-            end = kafka.endOffsets(topic);
-            if (end.isEmpty()) {
-                say("kafka       topic %s does not exist at %s", topic, config.bootstrapServers());
-            }
-        } catch (KafkaTopics.Unavailable e) {
+    private void printKafka(TidemarkConfig config, Facts x) {
+        Map<Integer, Long> end = x.kafka().endOffsets();
+        if (!x.kafka().reachable()) {
             say("kafka       not reachable at %s within 5 s: lag unknown", config.bootstrapServers());
-            end = null;
+        } else if (end.isEmpty()) {
+            say("kafka       topic %s does not exist at %s", config.topic(), config.bootstrapServers());
         }
-        if (committed.isEmpty()) {
+        if (x.committed().isEmpty()) {
             say("checkpoint  none yet at %s%s", config.checkpointUri(),
-                    end == null || end.isEmpty() ? "" : "; waiting in the topic: " + Formats.count(sum(end)) + " records (" + perPartition(end) + ")");
+                    x.lag() == null ? "" : "; waiting in the topic: " + Formats.count(x.lag().total()) + " records (" + perPartition(x.lag()) + ")");
             return;
         }
-        StreamCheckpoint.Committed c = committed.get();
+        StreamCheckpoint.Committed c = x.committed().get();
         if (c.batchId() < 0) {
             say("checkpoint  %s: no batch committed yet%s", config.checkpointUri(), c.batchInFlight() ? " (the first batch is running)" : "");
-            if (end != null && !end.isEmpty()) {
-                say("lag         %s records (%s)", Formats.count(sum(end)), perPartition(end));
+            if (x.lag() != null) {
+                say("lag         %s records (%s)", Formats.count(x.lag().total()), perPartition(x.lag()));
             }
             return;
         }
         say("checkpoint  %s: batch %d committed%s", config.checkpointUri(), c.batchId(), c.batchInFlight() ? ", the next one is running" : "");
-        if (end == null || end.isEmpty()) {
-            return;
+        if (x.lag() != null) {
+            say("lag         %s records behind the end of %s (%s)", Formats.count(x.lag().total()), config.topic(), perPartition(x.lag()));
         }
-        Map<Integer, Long> consumed = c.topic(topic);
-        StringJoiner j = new StringJoiner(", ");
-        long total = 0;
-        for (Map.Entry<Integer, Long> e : end.entrySet()) {
-            long lag = e.getValue() - consumed.getOrDefault(e.getKey(), 0L);
-            total += lag;
-            j.add("partition " + e.getKey() + ": " + Formats.count(lag));
-        }
-        say("lag         %s records behind the end of %s (%s)", Formats.count(total), topic, j);
     }
 
-    private static long sum(Map<Integer, Long> m) {
-        return m.values().stream().mapToLong(Long::longValue).sum();
-    }
-
-    private static String perPartition(Map<Integer, Long> m) {
+    private static String perPartition(Lag lag) {
         StringJoiner j = new StringJoiner(", ");
-        m.forEach((p, n) -> j.add("partition " + p + ": " + Formats.count(n)));
+        lag.perPartition().forEach((p, n) -> j.add("partition " + p + ": " + Formats.count(n)));
         return j.toString();
+    }
+
+    // ---- JSON (docs/status.schema.json: keys are stable; a new key may appear, none disappears within tidemark-status/1) ----
+
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    static String toJson(Facts x) {
+        ObjectNode doc = JSON.createObjectNode();
+        doc.put("schema", SCHEMA);
+        doc.put("generated_at", x.at().toString());
+        ObjectNode health = doc.putObject("health");
+        health.put("state", x.health().state());
+        health.put("exit_code", x.health().exitCode());
+        health.put("reason", x.health().reason());
+        doc.put("lakehouse", x.lakehouse());
+
+        ObjectNode kafka = doc.putObject("kafka");
+        kafka.put("bootstrap_servers", x.config().bootstrapServers());
+        kafka.put("topic", x.config().topic());
+        kafka.put("reachable", x.kafka().reachable());
+        kafka.put("topic_exists", x.kafka().reachable() ? !x.kafka().endOffsets().isEmpty() : null);
+        ObjectNode end = kafka.putObject("end_offsets");
+        if (x.kafka().reachable()) {
+            x.kafka().endOffsets().forEach((p, o) -> end.put(String.valueOf(p), o));
+        }
+        if (x.lag() == null) {
+            doc.putNull("lag");
+        } else {
+            ObjectNode lag = doc.putObject("lag");
+            lag.put("total", x.lag().total());
+            ObjectNode per = lag.putObject("partitions");
+            x.lag().perPartition().forEach((p, n) -> per.put(String.valueOf(p), n));
+        }
+
+        ObjectNode checkpoint = doc.putObject("checkpoint");
+        checkpoint.put("uri", x.config().checkpointUri());
+        checkpoint.put("exists", x.committed().isPresent());
+        Long committedBatch = x.committed().map(StreamCheckpoint.Committed::batchId).filter(b -> b >= 0).orElse(null);
+        checkpoint.put("last_committed_batch", committedBatch);
+        checkpoint.put("batch_in_flight", x.committed().map(StreamCheckpoint.Committed::batchInFlight).orElse(false));
+
+        LakehouseFigures f = x.figures();
+        Optional<ProgressRow> last = f == null ? Optional.empty() : f.last();
+        if (last.isEmpty()) {
+            doc.putNull("last_batch");
+            doc.putNull("throughput");
+        } else {
+            ProgressRow r = last.get();
+            ObjectNode b = doc.putObject("last_batch");
+            b.put("batch_id", r.batchId());
+            b.put("query_id", r.queryId());
+            b.put("finished_at", r.finishedAt().toInstant().toString());
+            b.put("age_seconds", Duration.between(r.finishedAt().toInstant(), x.at()).toMillis() / 1000.0);
+            b.put("duration_ms", r.durationMs());
+            b.put("records_in", r.recordsIn());
+            b.put("watermark", instantOrNull(r.watermark()));
+            b.put("next_watermark", instantOrNull(r.nextWatermark()));
+            b.put("max_event_ts_seen", r.maxEventTsSeen() == null ? null : r.maxEventTsSeen().toInstant().toString());
+            b.put("freshness_ms", r.freshnessMs());
+            Throughput t = Throughput.of(f.recent());
+            ObjectNode tp = doc.putObject("throughput");
+            tp.put("batches", t.batches());
+            tp.put("records", t.records());
+            tp.put("processing_ms", t.busyMs());
+            tp.put("wall_ms", t.wallMs());
+            tp.put("records_per_second_processing", t.busyRate());
+            tp.put("records_per_second_wall", t.wallRate());
+        }
+        if (f == null) {
+            doc.putNull("totals");
+            doc.putArray("closed_days");
+            doc.putArray("dirty_days");
+            doc.putNull("gaps");
+            doc.putArray("tables");
+            return write(doc);
+        }
+        ObjectNode totals = doc.putObject("totals");
+        totals.put("raw_events", f.rawEvents());
+        totals.put("raw_events_late", f.rawLate());
+        totals.put("late_events", f.lateEvents());
+        totals.put("dead_letter", f.deadLetters());
+        totals.put("kpi_rows", f.kpiRows());
+        totals.put("kpi_final_rows", f.kpiFinalRows());
+        ArrayNode closed = doc.putArray("closed_days");
+        f.closedDays().forEach(d -> closed.add(d.toString()));
+        ArrayNode dirty = doc.putArray("dirty_days");
+        for (LocalDate d : f.dirtyDays()) {
+            DayBalance c = f.days().get(d);
+            dirty.addObject().put("day", d.toString()).put("raw_records", c.rawRecords()).put("kpi_records", c.kpiRecords());
+        }
+        ObjectNode gaps = doc.putObject("gaps");
+        gaps.put("count", x.gaps().count());
+        gaps.put("lost_records", x.gaps().lostRecords());
+        gaps.put("unknown_size", x.gaps().unknownSize());
+        ArrayNode tables = doc.putArray("tables");
+        for (Maintenance.TableState s : x.tables()) {
+            tables.addObject().put("name", s.table().tableName()).put("files", s.files()).put("bytes", s.bytes())
+                    .put("commits_since_checkpoint", s.commitsSinceCheckpoint())
+                    .put("oldest_uncompacted_day", s.oldestUncompacted().map(LocalDate::toString).orElse(null));
+        }
+        return write(doc);
+    }
+
+    private static String instantOrNull(java.sql.Timestamp t) {
+        return t == null || t.getTime() <= 0 ? null : t.toInstant().toString();
+    }
+
+    private static String write(ObjectNode doc) {
+        try {
+            return JSON.writeValueAsString(doc);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
     }
 }

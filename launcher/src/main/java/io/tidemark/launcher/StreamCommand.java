@@ -101,7 +101,9 @@ final class StreamCommand extends TidemarkCommand {
                 }
             }
         });
-        say("stream running (query %s)%s", query.id(), availableNow ? "" : "; Ctrl-C or SIGTERM stops it");
+        say("stream running (query %s)%s%s", query.id(),
+                job.metricsPort().map(p -> "; metrics at http://" + config.metricsHost() + ":" + p + "/metrics").orElse(""),
+                availableNow ? "" : "; Ctrl-C or SIGTERM stops it");
         try {
             query.awaitTermination();
         } catch (StreamingQueryException e) {

@@ -39,6 +39,7 @@ import picocli.CommandLine.Spec;
                 ReconcileCommand.class,
                 MaintainCommand.class,
                 StatusCommand.class,
+                ReportCommand.class,
                 SqlCommand.class,
         })
 public final class Tidemark implements Callable<Integer> {

@@ -57,6 +57,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private transient ExecutorService writers;
     /** The leases of the lakehouse and the checkpoint, checked before each batch writes. */
     private transient List<StreamLease> leases = List.of();
+    /** The metrics endpoint's feed of committed batches; null without an endpoint. */
+    private transient StreamMetrics metrics;
 
     /** Told about every committed batch (the launcher's live status line). */
     public interface BatchListener {
@@ -99,6 +101,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             long onTime = 0;
             long late = 0;
             long invalid = 0;
+            Map<String, Long> invalidByReason = new java.util.TreeMap<>();
             Long maxEventMs = null;
             List<Row> partials = new ArrayList<>();
             for (Row r : summary) {
@@ -109,7 +112,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                         partials.add(r);
                     }
                     case RecordClassifier.LATE -> late += n;
-                    default -> invalid += n;
+                    default -> {
+                        invalid += n;
+                        invalidByReason.merge(r.getString(r.fieldIndex("reason")), n, Long::sum);
+                    }
                 }
                 int m = r.fieldIndex("max_event_ms");
                 if (!r.isNullAt(m)) {
@@ -179,6 +185,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             append(spark.createDataFrame(List.of(progress), progress.schema()), Table.STREAM_PROGRESS, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
             trace(batchId, "batch-total", startedNanos);
+            if (metrics != null) {
+                metrics.batchCommitted(progress, invalidByReason, alreadyCommitted);
+            }
             if (listener != null) {
                 if (!gaps.isEmpty()) {
                     listener.gapsRecorded(batchId, gaps.stream().map(KafkaGaps.Gap::describe).toList());
@@ -347,6 +356,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /** The leases this writer's batches must hold ({@link StreamingJob} takes them). */
     void holding(List<StreamLease> held) {
         this.leases = List.copyOf(held);
+    }
+
+    /** The metrics endpoint each committed batch reports to ({@link StreamingJob} starts it). */
+    void reportingTo(StreamMetrics endpoint) {
+        this.metrics = endpoint;
     }
 
     /** Stops the writer threads; the query has stopped calling. */

@@ -115,13 +115,14 @@ public final class RecordClassifier {
 
     /**
      * One pass over the classified batch: the partial KPIs ({@link KpiComputation#partialKpis}) per
-     * {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}: invalid rows form one group
-     * with null window and cell) with {@code max_event_ms}, the newest valid event time. The on-time
-     * rows are the batch's contribution to kpi_5m; the rest are its counts and its watermark input.
+     * {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}) and {@code reason} (null for
+     * valid rows; invalid rows form one group per reason, with null window and cell) with
+     * {@code max_event_ms}, the newest valid event time. The on-time rows are the batch's
+     * contribution to kpi_5m; the rest are its counts and its watermark input.
      */
     public static Dataset<Row> summary(Dataset<Row> classified) {
         Column kind = when(col("reason").isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as("kind");
-        return KpiComputation.partialKpis(classified, List.of(kind), List.of(max(expr("unix_millis(event_ts)")).as("max_event_ms")));
+        return KpiComputation.partialKpis(classified, List.of(kind, col("reason")), List.of(max(expr("unix_millis(event_ts)")).as("max_event_ms")));
     }
 
     /** Late valid rows, still carrying every classified column. */

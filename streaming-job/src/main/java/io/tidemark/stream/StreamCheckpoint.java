@@ -120,6 +120,11 @@ public final class StreamCheckpoint {
         if (!last.startsWith("{")) {
             throw new IllegalStateException(where + ": the last line is not a Kafka source offset JSON: " + last);
         }
+        return parseSourceOffsets(last, where);
+    }
+
+    /** Spark's Kafka source offsets, {@code {"topic":{"0":42,"1":17}}}, as offsets per partition per topic. */
+    static Map<String, Map<Integer, Long>> parseSourceOffsets(String last, String where) {
         try {
             Map<String, Map<String, Long>> raw = JSON.readValue(last, new TypeReference<Map<String, Map<String, Long>>>() { });
             Map<String, Map<Integer, Long>> out = new LinkedHashMap<>();

@@ -71,7 +71,18 @@ public final class StreamFailure extends RuntimeException {
         if (t instanceof StreamFailure f) {
             return Optional.of(f);
         }
-        return incompatibleDefinition(t).or(() -> heldElsewhere(t)).or(() -> kafkaDataLoss(t, config)).or(() -> storage(t, config));
+        return incompatibleDefinition(t).or(() -> heldElsewhere(t)).or(() -> metricsEndpoint(t)).or(() -> kafkaDataLoss(t, config))
+                .or(() -> storage(t, config));
+    }
+
+    /** The metrics endpoint cannot listen ({@link StreamMetrics}): exit 2, nothing was read or written. */
+    public static Optional<StreamFailure> metricsEndpoint(Throwable t) {
+        for (Throwable c = t; c != null; c = next(c)) {
+            if (c instanceof StreamMetrics.EndpointUnavailableException e) {
+                return Optional.of(new StreamFailure(e.getMessage(), 2, t));
+            }
+        }
+        return Optional.empty();
     }
 
     /** Another stream holds the lakehouse or the checkpoint ({@link StreamLease}): exit 2, nothing was written. */

@@ -32,6 +32,7 @@ public final class StreamingJob {
     private final TidemarkConfig config;
     private final MicroBatchWriter writer;
     private final java.util.List<StreamLease> leases = new java.util.ArrayList<>();
+    private StreamMetrics metrics;
 
     public StreamingJob(SparkSession spark, TidemarkConfig config, MicroBatchWriter.BatchListener listener) {
         this.spark = spark;
@@ -59,6 +60,7 @@ public final class StreamingJob {
     public StreamingQuery start(boolean availableNow) throws TimeoutException {
         checkBeforeStart();
         takeLeases();
+        startMetrics();
         Lakehouse lakehouse = Lakehouse.of(config);
         lakehouse.createAndRegister(spark);
         lakehouse.applyDeclaredProperties(spark); // the lease is held: no other stream commits meanwhile
@@ -81,12 +83,32 @@ public final class StreamingJob {
         // instead of sorting the whole batch by date first (Spark falls back to the sort past 8 dates).
         spark.conf().set("spark.sql.maxConcurrentOutputFileWriters", "8");
         Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
-        return source().writeStream()
+        StreamingQuery query = source().writeStream()
                 .queryName("tidemark-stream")
                 .option("checkpointLocation", config.checkpointUri())
                 .trigger(trigger)
                 .foreachBatch(writer)
                 .start();
+        if (metrics != null) {
+            metrics.follow(spark, query.id(), Lakehouse.of(config));
+        }
+        return query;
+    }
+
+    /** The metrics endpoint ({@code metrics.port}, 0 = none), once the leases are held: a refused start never binds the port. */
+    private void startMetrics() {
+        try {
+            metrics = StreamMetrics.start(config);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        writer.reportingTo(metrics);
+    }
+
+    /** The port of this stream's metrics endpoint, if it has one. */
+    public Optional<Integer> metricsPort() {
+        return Optional.ofNullable(metrics).map(StreamMetrics::port);
     }
 
     /**
@@ -118,9 +140,13 @@ public final class StreamingJob {
         writer.holding(leases);
     }
 
-    /** Stops the writer and gives the leases back. */
+    /** Stops the writer, closes the metrics endpoint and gives the leases back. */
     public void close() {
         writer.close();
+        if (metrics != null) {
+            metrics.close();
+            metrics = null;
+        }
         leases.forEach(StreamLease::close);
         leases.clear();
     }

@@ -45,7 +45,28 @@ class CraftedBatchesTest {
         Path dir = infra.newDir("crafted");
         String topic = "crafted-" + dir.getFileName();
         infra.broker.createTopic(topic, 1);
-        List<Message> m = List.of(
+        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, messages());
+
+        TidemarkConfig config = infra.config(dir, topic)
+                .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "4")
+                .build();
+        spark = infra.spark;
+        lakehouse = Lakehouse.of(config);
+        StreamingJob job = new StreamingJob(spark, config, null);
+        job.start(true).awaitTermination();
+        job.close();
+    }
+
+    private static Message msg(String value) {
+        return new Message(value, INGEST);
+    }
+
+    /**
+     * The crafted input, 24 records on one partition, four per batch (stream.max-offsets-per-trigger=4),
+     * all with the Kafka timestamp {@link #INGEST}: 14 on time, 6 late, 4 invalid, in 6 batches.
+     */
+    static List<Message> messages() {
+        return List.of(
                 // batch 0, watermark 0: everything is on time
                 msg(event("s1", "c1", D + "10:00:00Z", 1.0)),            // 0: exactly on a window start
                 msg(event("s2", "c1", D + "10:04:59.999Z", 2.0)),        // 1: last instant of the same window
@@ -76,20 +97,6 @@ class CraftedBatchesTest {
                 msg(event("s1", "c1", D + "10:50:00Z", 0.3)),            // 21
                 msg(event("s1", "c1", D + "10:22:00Z", 6.0)),            // 22: late by 25 min
                 msg(event("s2", "c5", D + "10:55:00Z", 0.9)));           // 23
-        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, m);
-
-        TidemarkConfig config = infra.config(dir, topic)
-                .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "4")
-                .build();
-        spark = infra.spark;
-        lakehouse = Lakehouse.of(config);
-        StreamingJob job = new StreamingJob(spark, config, null);
-        job.start(true).awaitTermination();
-        job.close();
-    }
-
-    private static Message msg(String value) {
-        return new Message(value, INGEST);
     }
 
     private List<Row> rows(String sql) {

@@ -20,6 +20,11 @@ final class JobProcess {
     }
 
     static JobProcess start(Class<?> mainClass, List<String> args, Map<String, String> systemProperties, Path log) throws Exception {
+        return start(mainClass, args, systemProperties, log, null);
+    }
+
+    /** As {@link #start(Class, List, Map, Path)}, with stderr to {@code errLog} (null: into {@code log} too), for a job whose stdout is data. */
+    static JobProcess start(Class<?> mainClass, List<String> args, Map<String, String> systemProperties, Path log, Path errLog) throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx2g");
@@ -29,7 +34,12 @@ final class JobProcess {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(mainClass.getName());
         cmd.addAll(args);
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        if (errLog == null) {
+            pb.redirectErrorStream(true);
+        } else {
+            pb.redirectError(ProcessBuilder.Redirect.appendTo(errLog.toFile()));
+        }
         pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
         return new JobProcess(pb.start(), log);
     }

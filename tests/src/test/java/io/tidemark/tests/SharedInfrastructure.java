@@ -52,7 +52,9 @@ final class SharedInfrastructure implements ExtensionContext.Store.CloseableReso
                 .set(TidemarkConfig.Key.KAFKA_BOOTSTRAP, broker.bootstrapServers())
                 .set(TidemarkConfig.Key.TOPIC, topic)
                 .set(TidemarkConfig.Key.LAKEHOUSE, dir.resolve("lakehouse").toString())
-                .set(TidemarkConfig.Key.CHECKPOINT, dir.resolve("checkpoint").toString());
+                .set(TidemarkConfig.Key.CHECKPOINT, dir.resolve("checkpoint").toString())
+                // Tests run streams side by side and one after another in this JVM: no endpoint unless a test asks for one.
+                .set(TidemarkConfig.Key.METRICS_PORT, "0");
     }
 
     @Override

@@ -1,0 +1,331 @@
+package io.tidemark.stream;
+
+import java.io.IOException;
+import java.sql.Timestamp;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.SourceProgress;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TidemarkConfig;
+
+/**
+ * The running stream's Prometheus endpoint ({@code GET /metrics} on {@code metrics.host:metrics.port}).
+ *
+ * <p>Two feeds: {@link MicroBatchWriter} reports each batch once its stream_progress row is
+ * committed (record counts by outcome and invalid reason, watermark, freshness, Tidemark's own
+ * stages), and a {@link StreamingQueryListener} reports what only Spark knows (input and processed
+ * rates, its stages of the trigger, the Kafka offsets behind the latest per partition). Counters
+ * start at zero with the process, as Prometheus expects of a restart; the tables stay the record
+ * of what the stream did. A third feed gives the last reconcile's drift: reconcile runs as a batch
+ * job and pushes nothing, so the stream, the one process that lives, reads reconcile_report again
+ * whenever the table has a new version (its log is listed every {@link #RECONCILE_CHECK}). Every
+ * name is documented in docs/observability.md.
+ */
+public final class StreamMetrics implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(StreamMetrics.class);
+
+    /** The stream's metrics endpoint cannot start (port in use, unknown host): the stream does not start either. */
+    public static final class EndpointUnavailableException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        EndpointUnavailableException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** How often the stream looks for a new reconcile_report version (a directory listing; the table is read only when it changed). */
+    static final java.time.Duration RECONCILE_CHECK = java.time.Duration.ofSeconds(15);
+
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+    private final Gauge up;
+    private final Counter batches;
+    private final Counter records;
+    private final Counter invalidRecords;
+    private final Counter kpiRows;
+    private final Counter replayedBatches;
+    private final Gauge lastBatchId;
+    private final Gauge lastBatchEnd;
+    private final Gauge watermark;
+    private final Histogram batchDuration;
+    private final Gauge stageSeconds;
+    private final Gauge inputRate;
+    private final Gauge processedRate;
+    private final Gauge kafkaLag;
+    /** Figures known only once a batch or a reconcile reported them; NaN = not yet, and the sample is left out. */
+    private volatile double maxEventSeconds = Double.NaN;
+    private volatile double freshnessSeconds = Double.NaN;
+    /** The last reconcile run: started (Unix time), days, gb drift, subscriber drift, windows changed, late records; null = none read. */
+    private volatile double[] reconcile;
+    private final String topic;
+    private java.util.concurrent.ScheduledExecutorService reconcileWatch;
+    private long reconcileVersion = -1;
+    /** The watermark in force for the next batch, epoch seconds; NaN until a batch has set one. */
+    private volatile double watermarkSeconds = Double.NaN;
+    private volatile UUID queryId;
+    private HTTPServer server;
+    private SparkSession listening;
+    private final StreamingQueryListener listener = new Listener();
+
+    StreamMetrics(String topic) {
+        this.topic = topic;
+        up = Gauge.builder().name("tidemark_stream_up")
+                .help("1 while the streaming query runs, 0 once it stopped or failed (the endpoint lives as long as the process).")
+                .register(registry);
+        batches = Counter.builder().name("tidemark_stream_batches_total")
+                .help("Micro-batches committed to every table by this process.").register(registry);
+        records = Counter.builder().name("tidemark_stream_records_total")
+                .help("Kafka records of the committed micro-batches, by outcome: on_time (in kpi_5m), late (late_events), invalid (dead_letter).")
+                .labelNames("outcome").register(registry);
+        invalidRecords = Counter.builder().name("tidemark_stream_invalid_records_total")
+                .help("Invalid records written to dead_letter, by reason code.").labelNames("reason").register(registry);
+        kpiRows = Counter.builder().name("tidemark_stream_kpi_rows_written_total")
+                .help("Open-window kpi_5m rows the stream wrote (each batch rewrites the windows it touched).").register(registry);
+        replayedBatches = Counter.builder().name("tidemark_stream_replayed_batches_total")
+                .help("Batches Spark replayed after a restart in which some tables already held the batch: their commits were skipped, the rest committed.")
+                .register(registry);
+        lastBatchId = Gauge.builder().name("tidemark_stream_last_batch_id")
+                .help("Id of the last committed micro-batch.").register(registry);
+        lastBatchEnd = Gauge.builder().name("tidemark_stream_last_batch_end_timestamp_seconds")
+                .help("When the last micro-batch committed its stream_progress row (Unix time).").register(registry);
+        watermark = Gauge.builder().name("tidemark_stream_watermark_timestamp_seconds")
+                .help("The watermark in force for the next batch (Unix time): windows ending at or before it are final, days before its date are closed.")
+                .register(registry);
+        known("tidemark_stream_watermark_lag_seconds",
+                "Wall clock minus the watermark in force, at scrape time: grows while the stream stalls or event time stops advancing.",
+                () -> System.currentTimeMillis() / 1000.0 - watermarkSeconds);
+        known("tidemark_stream_max_event_timestamp_seconds", "Newest valid event time the stream has seen (Unix time).", () -> maxEventSeconds);
+        known("tidemark_stream_freshness_seconds", "The last batch's freshness, as in stream_progress: batch end minus the newest event time seen.",
+                () -> freshnessSeconds);
+        batchDuration = Histogram.builder().name("tidemark_stream_batch_duration_seconds")
+                .help("Time of a micro-batch in Tidemark's writer, from the first read to the stream_progress commit.")
+                .classicOnly().classicUpperBounds(0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300).register(registry);
+        stageSeconds = Gauge.builder().name("tidemark_stream_last_batch_stage_seconds")
+                .help("The last batch's time per stage: Spark's (triggerExecution, latestOffset, getBatch, queryPlanning, addBatch, walCommit, "
+                        + "commitOffsets) and the writer's share of addBatch (classify, write).")
+                .labelNames("stage").register(registry);
+        inputRate = Gauge.builder().name("tidemark_stream_input_records_per_second")
+                .help("Spark's input rate of the last trigger: records arriving per second.").register(registry);
+        processedRate = Gauge.builder().name("tidemark_stream_processed_records_per_second")
+                .help("Spark's processing rate of the last trigger: records processed per second of batch time.").register(registry);
+        kafkaLag = Gauge.builder().name("tidemark_stream_kafka_lag_records")
+                .help("Records in the topic's partition behind the last batch's end offset, as of that batch's planning.")
+                .labelNames("topic", "partition").register(registry);
+        String[][] reconcileGauges = {
+                {"tidemark_reconcile_last_run_timestamp_seconds", "When the last reconcile run recorded in reconcile_report started (Unix time)."},
+                {"tidemark_reconcile_last_run_days", "Days the last reconcile run replaced."},
+                {"tidemark_reconcile_gb_drift_ratio",
+                        "Largest |batch - stream| / batch total volume over the days of the last reconcile run: how far the fast answer was off."},
+                {"tidemark_reconcile_subscribers_drift_ratio", "Largest |batch - stream| / batch distinct subscribers over the days of the last reconcile run."},
+                {"tidemark_reconcile_windows_changed", "(window, cell) rows the last reconcile run changed, over its days."},
+                {"tidemark_reconcile_late_records", "Late records the last reconcile run folded in, over its days."}};
+        for (int i = 0; i < reconcileGauges.length; i++) {
+            int k = i;
+            known(reconcileGauges[i][0], reconcileGauges[i][1] + " Absent until a reconcile has written reconcile_report.",
+                    () -> reconcile == null ? Double.NaN : reconcile[k]);
+        }
+    }
+
+    /** A gauge whose sample is left out while {@code value} is NaN (not known yet), rather than a misleading 0. */
+    private void known(String name, String help, java.util.function.DoubleSupplier value) {
+        GaugeWithCallback.builder().name(name).help(help).callback(cb -> {
+            double v = value.getAsDouble();
+            if (!Double.isNaN(v)) {
+                cb.call(v);
+            }
+        }).register(registry);
+    }
+
+    /**
+     * Starts the endpoint of {@code config}, or returns null when {@code metrics.port} is 0.
+     *
+     * @throws EndpointUnavailableException when the port cannot be bound
+     */
+    public static StreamMetrics start(TidemarkConfig config) {
+        int port = config.metricsPort();
+        if (port == 0) {
+            return null;
+        }
+        StreamMetrics m = new StreamMetrics(config.topic());
+        String host = config.metricsHost();
+        try {
+            m.server = HTTPServer.builder().hostname(host).port(port).registry(m.registry).buildAndStart();
+        } catch (IOException | RuntimeException e) {
+            throw new EndpointUnavailableException("the metrics endpoint cannot listen on " + host + ":" + port + " (" + e.getMessage()
+                    + "): another stream or program has the port. Set " + TidemarkConfig.Key.METRICS_PORT.name
+                    + " to a free port, or to 0 for no endpoint.", e);
+        }
+        LOG.info("metrics at http://{}:{}/metrics", host, m.port());
+        return m;
+    }
+
+    /** The port the endpoint listens on. */
+    public int port() {
+        return server.getPort();
+    }
+
+    /** Listens to Spark's progress of the query {@code id} (and of no other query of the session). */
+    void follow(SparkSession spark, UUID id, io.tidemark.lakehouse.Lakehouse lakehouse) {
+        queryId = id;
+        listening = spark;
+        spark.streams().addListener(listener);
+        up.set(1);
+        reconcileWatch = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tidemark-metrics-reconcile");
+            t.setDaemon(true);
+            return t;
+        });
+        reconcileWatch.scheduleWithFixedDelay(() -> readReconcileReport(spark, lakehouse), 0, RECONCILE_CHECK.toMillis(),
+                java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    /** The last reconcile run's summary rows, when reconcile_report has a version this process has not read. */
+    private void readReconcileReport(SparkSession spark, io.tidemark.lakehouse.Lakehouse lakehouse) {
+        try {
+            org.apache.hadoop.fs.Path log = new org.apache.hadoop.fs.Path(lakehouse.path(Table.RECONCILE_REPORT), "_delta_log");
+            org.apache.hadoop.fs.FileSystem fs = log.getFileSystem(spark.sparkContext().hadoopConfiguration());
+            if (!fs.exists(log)) {
+                return;
+            }
+            long version = -1;
+            for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(log)) {
+                String name = f.getPath().getName();
+                if (name.matches("\\d{20}\\.json")) {
+                    version = Math.max(version, Long.parseLong(name.substring(0, 20)));
+                }
+            }
+            if (version < 0 || version == reconcileVersion) {
+                return;
+            }
+            SparkSession.setActiveSession(spark);
+            org.apache.spark.sql.Dataset<Row> summaries = spark.read().format("delta").load(lakehouse.path(Table.RECONCILE_REPORT))
+                    .where("row_kind = 'summary'");
+            Row lastRun = summaries.selectExpr("max_by(run_id, run_started_at)").first();
+            if (lastRun.isNullAt(0)) {
+                reconcileVersion = version;
+                return;
+            }
+            java.util.List<Row> last = summaries.where(org.apache.spark.sql.functions.col("run_id").equalTo(lastRun.getString(0)))
+                    .selectExpr("max(run_started_at)", "count(*)", "coalesce(max(abs(gb_drift_rel)), 0)",
+                            "coalesce(max(abs(subscribers_drift_rel)), 0)", "coalesce(sum(windows_changed), 0)", "coalesce(sum(late_records), 0)")
+                    .collectAsList();
+            Row r = last.get(0);
+            if (!r.isNullAt(0)) {
+                reconcile = new double[] {seconds(r.getTimestamp(0)), r.getLong(1), r.getDouble(2), r.getDouble(3), r.getLong(4), r.getLong(5)};
+            }
+            reconcileVersion = version;
+        } catch (Exception | LinkageError e) {
+            LOG.warn("metrics: cannot read reconcile_report: {}", e.toString());
+        }
+    }
+
+    /** A micro-batch committed to every table; {@code progress} is its stream_progress row. */
+    void batchCommitted(Row progress, Map<String, Long> invalidByReason, Set<Table> alreadyCommitted) {
+        batches.inc();
+        if (!alreadyCommitted.isEmpty()) {
+            replayedBatches.inc();
+        }
+        records.labelValues("on_time").inc(progress.<Long>getAs("on_time"));
+        records.labelValues("late").inc(progress.<Long>getAs("late"));
+        records.labelValues("invalid").inc(progress.<Long>getAs("invalid"));
+        invalidByReason.forEach((reason, n) -> invalidRecords.labelValues(reason).inc(n));
+        kpiRows.inc(progress.<Long>getAs("kpi_rows"));
+        lastBatchId.set(progress.<Long>getAs("batch_id"));
+        lastBatchEnd.set(seconds(progress.getAs("finished_at")));
+        double w = seconds(progress.getAs("next_watermark"));
+        watermark.set(w);
+        watermarkSeconds = w > 0 ? w : Double.NaN; // 0: no event seen yet, no lag to speak of
+        Timestamp seen = progress.getAs("max_event_ts_seen");
+        if (seen != null) {
+            maxEventSeconds = seconds(seen);
+        }
+        Long fresh = progress.getAs("freshness_ms");
+        if (fresh != null) {
+            freshnessSeconds = fresh / 1000.0;
+        }
+        batchDuration.observe(progress.<Long>getAs("duration_ms") / 1000.0);
+        stageSeconds.labelValues("classify").set(progress.<Long>getAs("classify_ms") / 1000.0);
+        stageSeconds.labelValues("write").set(progress.<Long>getAs("write_ms") / 1000.0);
+    }
+
+    private static double seconds(Timestamp t) {
+        return t.getTime() / 1000.0;
+    }
+
+    private void progressed(StreamingQueryProgress p) {
+        inputRate.set(finite(p.inputRowsPerSecond()));
+        processedRate.set(finite(p.processedRowsPerSecond()));
+        p.durationMs().forEach((stage, ms) -> stageSeconds.labelValues(stage).set(ms / 1000.0));
+        for (SourceProgress s : p.sources()) {
+            if (s.latestOffset() == null || s.endOffset() == null || !s.latestOffset().startsWith("{")) {
+                continue;
+            }
+            Map<String, Map<Integer, Long>> latest = StreamCheckpoint.parseSourceOffsets(s.latestOffset(), "the source's latest offsets");
+            Map<String, Map<Integer, Long>> end = StreamCheckpoint.parseSourceOffsets(s.endOffset(), "the batch's end offsets");
+            latest.getOrDefault(topic, Map.of()).forEach((partition, offset) -> {
+                long consumed = end.getOrDefault(topic, Map.of()).getOrDefault(partition, 0L);
+                kafkaLag.labelValues(topic, String.valueOf(partition)).set(Math.max(0, offset - consumed));
+            });
+        }
+    }
+
+    private static double finite(double v) {
+        return Double.isFinite(v) ? v : 0;
+    }
+
+    /** Stops listening and closes the endpoint. */
+    @Override
+    public void close() {
+        up.set(0);
+        if (reconcileWatch != null) {
+            reconcileWatch.shutdownNow();
+            reconcileWatch = null;
+        }
+        if (listening != null) {
+            listening.streams().removeListener(listener);
+            listening = null;
+        }
+        if (server != null) {
+            server.close();
+            server = null;
+        }
+    }
+
+    private final class Listener extends StreamingQueryListener {
+        @Override
+        public void onQueryStarted(QueryStartedEvent event) {
+        }
+
+        @Override
+        public void onQueryProgress(QueryProgressEvent event) {
+            if (event.progress().id().equals(queryId)) {
+                try {
+                    progressed(event.progress());
+                } catch (RuntimeException e) {
+                    LOG.warn("metrics: cannot read the progress of batch {}: {}", event.progress().batchId(), e.toString());
+                }
+            }
+        }
+
+        @Override
+        public void onQueryTerminated(QueryTerminatedEvent event) {
+            if (event.id().equals(queryId)) {
+                up.set(0);
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package io.tidemark.tests;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.networknt.schema.JsonSchema;
+import com.networknt.schema.JsonSchemaFactory;
+import com.networknt.schema.SpecVersion;
+import com.networknt.schema.ValidationMessage;
+
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.launcher.Tidemark;
+import io.tidemark.stream.StreamingJob;
+
+/**
+ * {@code tidemark status --json} after the crafted input of {@link CraftedBatchesTest} (known
+ * fates): every document validates against docs/status.schema.json, holds the tables' figures, and
+ * its exit code tells healthy, lagging, stalled and not started apart.
+ */
+class StatusJsonTest {
+    static SharedInfrastructure infra;
+
+    @RegisterExtension
+    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
+
+    private static final Path DOCS = Path.of(System.getProperty("user.dir")).getParent().resolve("docs");
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    record Status(int code, JsonNode doc, String err) {
+    }
+
+    private Path workDir;
+
+    @Test
+    void statusJsonHoldsTheTablesFiguresAndItsExitCodeTellsHealth() throws Exception {
+        Path dir = infra.newDir("status-json");
+        workDir = dir;
+        String topic = "status-json-" + dir.getFileName();
+        infra.broker.createTopic(topic, 1);
+
+        // Nothing has run yet: not started (5), with the topic's records waiting.
+        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, CraftedBatchesTest.messages());
+        TidemarkConfig config = infra.config(dir, topic).set(Key.MAX_OFFSETS_PER_TRIGGER, "4").set(Key.TRIGGER, "1 second").build();
+        Status before = status(config);
+        assertThat(before.code()).as(before.err()).isEqualTo(5);
+        assertThat(before.doc().at("/health/state").asText()).isEqualTo("not_started");
+        assertThat(before.doc().at("/lag/total").asLong()).isEqualTo(24);
+        assertThat(before.doc().get("last_batch").isNull()).isTrue();
+        assertThat(before.doc().get("totals").isNull()).isTrue();
+
+        StreamingJob job = new StreamingJob(infra.spark, config, null);
+        var query = job.start(false);
+        query.processAllAvailable();
+
+        // Drained and just written: healthy (0), every figure as the crafted input decides.
+        Status healthy = status(config, "--stalled-after", "1000");
+        assertThat(healthy.code()).as(healthy.err()).isZero();
+        JsonNode d = healthy.doc();
+        assertThat(d.at("/health/state").asText()).isEqualTo("healthy");
+        assertThat(d.at("/health/exit_code").asInt()).isZero();
+        assertThat(d.at("/kafka/reachable").asBoolean()).isTrue();
+        assertThat(d.at("/kafka/end_offsets")).isEqualTo(JSON.readTree("{\"0\": 24}"));
+        assertThat(d.get("lag")).isEqualTo(JSON.readTree("{\"total\": 0, \"partitions\": {\"0\": 0}}"));
+        assertThat(d.at("/checkpoint/last_committed_batch").asLong()).isEqualTo(5);
+        assertThat(d.at("/last_batch/batch_id").asLong()).isEqualTo(5);
+        assertThat(d.at("/last_batch/records_in").asLong()).isEqualTo(4);
+        assertThat(d.at("/last_batch/watermark").asText()).isEqualTo("2026-11-28T10:50:00Z");
+        assertThat(d.at("/last_batch/next_watermark").asText()).isEqualTo("2026-11-28T10:50:00Z");
+        assertThat(d.at("/last_batch/max_event_ts_seen").asText()).isEqualTo("2026-11-28T11:00:00Z");
+        assertThat(d.at("/throughput/batches").asInt()).isEqualTo(6);
+        assertThat(d.at("/throughput/records").asLong()).isEqualTo(24);
+        assertThat(d.get("totals")).isEqualTo(JSON.readTree("{\"raw_events\": 20, \"raw_events_late\": 6, \"late_events\": 6, "
+                + "\"dead_letter\": 4, \"kpi_rows\": " + d.at("/totals/kpi_rows").asLong() + ", \"kpi_final_rows\": " + d.at("/totals/kpi_final_rows").asLong() + "}"));
+        long kpiRows = infra.spark.sql("SELECT count(*) FROM delta.`" + config.lakehouseUri() + "/kpi_5m`").first().getLong(0);
+        assertThat(d.at("/totals/kpi_rows").asLong()).isEqualTo(kpiRows);
+        // 2026-11-27 is closed and dirty: its on-time record is in kpi_5m, its late one only in raw_events.
+        assertThat(d.get("closed_days")).isEqualTo(JSON.readTree("[\"2026-11-27\"]"));
+        assertThat(d.get("dirty_days")).isEqualTo(JSON.readTree("[{\"day\": \"2026-11-27\", \"raw_records\": 2, \"kpi_records\": 1}]"));
+        assertThat(d.get("gaps")).isEqualTo(JSON.readTree("{\"count\": 0, \"lost_records\": 0, \"unknown_size\": 0}"));
+        List<String> tables = new ArrayList<>();
+        d.get("tables").forEach(t -> tables.add(t.get("name").asText()));
+        assertThat(tables).contains("raw_events", "kpi_5m", "late_events", "dead_letter", "stream_progress");
+
+        // The stream stops; ten more records wait. Over --max-lag 5: lagging (4).
+        query.stop();
+        job.close();
+        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, CraftedBatchesTest.messages().subList(0, 10));
+        Status lagging = status(config, "--stalled-after", "1000", "--max-lag", "5");
+        assertThat(lagging.code()).as(lagging.err()).isEqualTo(4);
+        assertThat(lagging.doc().at("/health/state").asText()).isEqualTo("lagging");
+        assertThat(lagging.doc().at("/lag/total").asLong()).isEqualTo(10);
+
+        // No batch for 3 triggers (3 s) while records wait: stalled (3), whatever the lag limit.
+        Thread.sleep(Math.max(0, 3_500 - (Instant.now().toEpochMilli() - Instant.parse(d.at("/last_batch/finished_at").asText()).toEpochMilli())));
+        Status stalled = status(config, "--stalled-after", "3", "--max-lag", "5");
+        assertThat(stalled.code()).as(stalled.err()).isEqualTo(3);
+        assertThat(stalled.doc().at("/health/state").asText()).isEqualTo("stalled");
+        assertThat(stalled.doc().at("/health/reason").asText()).contains("while 10 records wait in " + topic);
+
+        // Kafka unreachable: lag unknown (null), and after 3 triggers without a batch that is stalled too.
+        TidemarkConfig noKafka = infra.config(dir, topic).set(Key.KAFKA_BOOTSTRAP, "127.0.0.1:1").set(Key.TRIGGER, "1 second").build();
+        Status blind = status(noKafka, "--stalled-after", "3");
+        assertThat(blind.code()).as(blind.err()).isEqualTo(3);
+        assertThat(blind.doc().at("/kafka/reachable").asBoolean()).isFalse();
+        assertThat(blind.doc().get("lag").isNull()).isTrue();
+        assertThat(blind.doc().at("/kafka/topic_exists").isNull()).isTrue();
+    }
+
+    /** Runs {@code tidemark status --json} in its own JVM, as a probe would; the document must validate against the schema. */
+    private Status status(TidemarkConfig config, String... extra) throws Exception {
+        List<String> args = new ArrayList<>(List.of("status", "--json"));
+        args.addAll(List.of(extra));
+        for (Key k : List.of(Key.KAFKA_BOOTSTRAP, Key.TOPIC, Key.LAKEHOUSE, Key.CHECKPOINT, Key.TRIGGER)) {
+            args.add("--set");
+            args.add(k.name + "=" + config.get(k));
+        }
+        Path out = Files.createTempFile(workDir, "status-", ".json");
+        Path err = Files.createTempFile(workDir, "status-", ".log");
+        JobProcess p = JobProcess.start(Tidemark.class, args, Map.of(), out, err);
+        int code = p.await(300);
+        String json = Files.readString(out);
+        JsonNode doc;
+        try {
+            doc = JSON.readTree(json);
+        } catch (IOException e) {
+            throw new AssertionError("not JSON on stdout (exit " + code + "): " + json + "\nstderr: " + Files.readString(err), e);
+        }
+        Set<ValidationMessage> problems = schema().validate(doc);
+        assertThat(problems).as("schema violations of %s", json).isEmpty();
+        return new Status(code, doc, Files.readString(err));
+    }
+
+    private static JsonSchema schema;
+
+    private static synchronized JsonSchema schema() throws Exception {
+        if (schema == null) {
+            schema = JsonSchemaFactory.getInstance(SpecVersion.VersionFlag.V202012).getSchema(JSON.readTree(DOCS.resolve("status.schema.json").toFile()));
+        }
+        return schema;
+    }
+}
