@@ -52,7 +52,7 @@ class TidemarkCommandLineTest {
         List<List<String>> paths = new ArrayList<>();
         collect(root, new ArrayList<>(), paths);
         assertThat(paths).extracting(p -> String.join(" ", p)).contains(
-                "", "demo", "broker", "broker start", "broker stop", "broker status", "generate", "stream", "reconcile", "status", "sql");
+                "", "demo", "broker", "broker start", "broker stop", "broker status", "generate", "stream", "reconcile", "status", "report", "sql");
         for (List<String> path : paths) {
             CommandLine cl = root;
             for (String name : path) {
@@ -182,6 +182,10 @@ class TidemarkCommandLineTest {
     @Test
     void demoRejectsBadFlagsAndForeignDirectories(@TempDir Path dir) throws Exception {
         assertBadInput(run("demo", "--live-seconds", "0"), "tidemark demo", "--live-seconds");
+        assertBadInput(run("status", "--stalled-after", "0"), "tidemark status", "--stalled-after");
+        assertBadInput(run("status", "--json", "--max-lag", "-1"), "tidemark status", "--max-lag");
+        assertBadInput(run("report", "--days", "0"), "tidemark report", "--days must be a whole number from 1 to 3660");
+        assertBadInput(run("--set", "metrics.port=70000", "stream"), "tidemark stream", "metrics.port = 70000 is not a port");
         assertBadInput(run("demo", "--rate", "0"), "tidemark demo", "--rate");
         assertBadInput(run("demo", "--backlog-events", "0"), "tidemark demo", "--backlog-events");
         assertBadInput(run("demo", "--offline-share", "1.5"), "tidemark demo", "--offline-share");

@@ -230,7 +230,7 @@ public final class HealthReport {
         h.append(Svg.lines("throughput", xs, List.of(f.timeline().stream().map(Bucket::recordsPerSecond).toList()),
                 new String[] {"records per second"}, "records/s"));
         table(h, "timeline-table", new String[] {"from", "batches", "records", "records per second", "median freshness (s)", "max freshness (s)"},
-                f.timeline().stream().map(b -> new Object[] {MINUTE.format(b.start()), b.batches(), b.records(), round(b.recordsPerSecond()),
+                f.timeline().stream().map(b -> new Object[] {SECOND.format(b.start()), b.batches(), b.records(), round(b.recordsPerSecond()),
                         b.freshnessP50Ms() == null ? null : round(b.freshnessP50Ms() / 1000), b.freshnessMaxMs() == null ? null : round(b.freshnessMaxMs() / 1000)})
                         .toList());
 
@@ -301,7 +301,7 @@ public final class HealthReport {
             + "table.numbers th,table.numbers td{border:1px solid #d5dbe1;padding:.25em .6em;text-align:left}"
             + "table.numbers td.n{text-align:right;font-variant-numeric:tabular-nums}td.none{color:#5b6773}"
             + "svg.chart{display:block;margin:.5em 0}svg.chart text{font-size:11px;fill:#44515e}"
-            + ".s0{fill:#2f6fb0;stroke:#2f6fb0}.s1{fill:#e08a2c;stroke:#e08a2c}.axis{stroke:#9aa5b1}";
+            + ".s0{fill:#2f6fb0;stroke:#2f6fb0}.s1{fill:#e08a2c;stroke:#e08a2c}.axis{stroke:#9aa5b1}polyline.line{fill:none;stroke-width:2}";
 
     /** Server-side SVG charts. */
     static final class Svg {
@@ -378,7 +378,7 @@ public final class HealthReport {
                     s.append(String.format(Locale.ROOT, "<circle class=\"mark s%d\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"><title>%s %s: %s</title></circle>",
                             k, x, y, MINUTE.format(xs.get(i)), esc(series[k]), fmt(v)));
                 }
-                s.append("<polyline class=\"s").append(k).append("\" fill=\"none\" stroke-width=\"2\" points=\"").append(points.toString().trim()).append("\"/>");
+                s.append("<polyline class=\"line s").append(k).append("\" points=\"").append(points.toString().trim()).append("\"/>");
             }
             s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>", LEFT, H - BOTTOM + 15,
                     MINUTE.format(xs.get(0)), W - 10, H - BOTTOM + 15, MINUTE.format(xs.get(xs.size() - 1))));

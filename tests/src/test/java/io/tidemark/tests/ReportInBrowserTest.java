@@ -140,7 +140,7 @@ class ReportInBrowserTest {
 
         long batches = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.STREAM_PROGRESS)).first().getLong(0);
         long shownBatches = rows(dom, "timeline-table").values().stream().mapToLong(c -> Long.parseLong(c.get(0))).sum();
-        assertThat(shownBatches).isEqualTo(batches).isEqualTo(6);
+        assertThat(shownBatches).isEqualTo(batches).isEqualTo(6L);
     }
 
     @Test
