@@ -18,6 +18,9 @@ then compacts the closed days and vacuums (`io.tidemark.reconcile.Maintenance`).
    never contends with them): compacts the closed days, then vacuums files older than
    `vacuum_retention_hours` (`--no-vacuum` when `vacuum` is false); skipped when `maintain` is false.
    A drift failure does not stop it: drift is about the numbers, maintenance about the files.
+6. `report`, beside them (so also when the drift check fails): `HealthReport`, one HTML page per run in
+   Variable `tidemark_reports_dir` (else env `TIDEMARK_REPORTS_DIR`, else `$AIRFLOW_HOME/tidemark-reports`);
+   its `file://` URL is XCom `report_url` and the task log's last line. Skipped when `report` is false.
 
 Reconciles never overlap: `max_active_runs=1`, one Spark task at a time. Setup (the `tidemark_airflow`
 package on `PYTHONPATH`, connection, Variables) and params: `docs/operations.md`, section
@@ -36,8 +39,9 @@ from airflow.sdk.exceptions import AirflowFailException
 try:
     from tidemark_airflow import CHECK_TASK, DAG_ID, DRIFT_XCOM_KEY, drift, lakehouse, settings
     from tidemark_airflow.reconcile_plan import (DEFAULT_DRIFT_THRESHOLD, MIN_VACUUM_RETENTION_HOURS,
-                                                 ReconcileRequestError, days_between, plan_maintain, plan_reconcile)
-    from tidemark_airflow.reconcile_submit import MaintainSubmitOperator, ReconcileSubmitOperator
+                                                 ReconcileRequestError, days_between, plan_maintain, plan_reconcile,
+                                                 plan_report)
+    from tidemark_airflow.reconcile_submit import MaintainSubmitOperator, ReconcileSubmitOperator, ReportSubmitOperator
 except ModuleNotFoundError as e:  # say what to do instead of a bare import error in the Airflow UI
     if not (e.name or "").startswith("tidemark_airflow"):
         raise
@@ -91,6 +95,7 @@ def _schedule() -> str | None:
         "maintain": Param(True, type="boolean", description="After the reconciles, compact the closed days and "
                                                               "vacuum (tidemark maintain)."),
         "vacuum": Param(True, type="boolean", description="Maintenance also vacuums; false: compact only."),
+        "report": Param(True, type="boolean", description="Write the drift and health report (XCom report_url)."),
         "vacuum_retention_hours": Param(MIN_VACUUM_RETENTION_HOURS, type="integer", minimum=1,
                                         description="Vacuum files no table version of the last this many hours "
                                                     "needs; at least 168 (7 days, Delta's safety minimum)."),
@@ -105,7 +110,8 @@ def tidemark_reconcile():
         try:
             lake, jar = settings.lakehouse(params.get("lakehouse")), settings.jobs_jar()
             settings.require_spark_connection()
-            plan = {**plan_reconcile(params, lakehouse.read_stream_progress(lake)), **plan_maintain(params)}
+            plan = {**plan_reconcile(params, lakehouse.read_stream_progress(lake)), **plan_maintain(params),
+                    "report_dir": settings.reports_dir() if plan_report(params) else None}
         except ReconcileRequestError as e:
             raise AirflowFailException(f"refused: {e}") from None
         plan.update(lakehouse=lake, jar=jar)
@@ -116,6 +122,8 @@ def tidemark_reconcile():
                                                   conn_id=settings.SPARK_CONN_ID, max_active_tis_per_dag=1)
     reconcile_dirty = ReconcileSubmitOperator(task_id=RECONCILE_TASKS[1], selection="dirty", plan_task=PLAN_TASK,
                                               conn_id=settings.SPARK_CONN_ID, max_active_tis_per_dag=1)
+    report = ReportSubmitOperator(task_id="report", plan_task=PLAN_TASK, conn_id=settings.SPARK_CONN_ID, retries=1,
+                                  trigger_rule="none_failed_min_one_success", max_active_tis_per_dag=1)
     maintain = MaintainSubmitOperator(task_id=MAINTAIN_TASK, plan_task=PLAN_TASK, conn_id=settings.SPARK_CONN_ID,
                                       trigger_rule="none_failed_min_one_success", max_active_tis_per_dag=1)
 
@@ -133,9 +141,9 @@ def tidemark_reconcile():
             raise AirflowFailException(reason)
 
     check = check_drift()
-    validate_params() >> reconcile_selection >> reconcile_dirty >> [check, maintain]
+    validate_params() >> reconcile_selection >> reconcile_dirty >> [check, maintain, report]
     # Also directly: with reconcile_dirty skipped, "min one success" must still see reconcile_selection.
-    reconcile_selection >> [check, maintain]
+    reconcile_selection >> [check, maintain, report]
 
 
 tidemark_reconcile()

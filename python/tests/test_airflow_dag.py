@@ -53,10 +53,14 @@ def test_dag_folder_imports_without_errors():
     assert dagmod.DEFAULT_SCHEDULE == "30 1 * * *"
     assert dag.start_date == dt.datetime(2026, 1, 1, tzinfo=UTC)
     assert dag.get_task("validate_params").downstream_task_ids == {"reconcile_selection"}
-    assert dag.get_task("reconcile_selection").downstream_task_ids == {"reconcile_dirty", "check_drift", "maintain"}
-    assert dag.get_task("reconcile_dirty").downstream_task_ids == {"check_drift", "maintain"}
-    # maintain beside check_drift, not after it: a drift failure does not stop maintenance
+    assert dag.get_task("reconcile_selection").downstream_task_ids == {"reconcile_dirty", "check_drift", "maintain", "report"}
+    assert dag.get_task("reconcile_dirty").downstream_task_ids == {"check_drift", "maintain", "report"}
+    # maintain and report beside check_drift, not after it: a drift failure stops neither
     assert dag.get_task("check_drift").downstream_task_ids == set() == dag.get_task("maintain").downstream_task_ids
+    assert dag.get_task("report").downstream_task_ids == set()
+    report = dag.get_task("report")
+    assert isinstance(report, reconcile_submit.ReportSubmitOperator) and report.plan_task == "validate_params"
+    assert report.trigger_rule == "none_failed_min_one_success" and report.retries == 1
     for tid, selection in (("reconcile_selection", "selection"), ("reconcile_dirty", "dirty")):
         t = dag.get_task(tid)
         assert isinstance(t, SparkSubmitOperator) and isinstance(t, reconcile_submit.ReconcileSubmitOperator)
@@ -74,11 +78,11 @@ def test_dag_folder_imports_without_errors():
     assert dag.get_task("check_drift").trigger_rule == "none_failed_min_one_success"
     assert maintain.trigger_rule == "none_failed_min_one_success"
     assert set(dag.params) == {"from_date", "to_date", "recent_days", "include_dirty", "drift_threshold", "lakehouse",
-                               "maintain", "vacuum", "vacuum_retention_hours"}
+                               "maintain", "vacuum", "vacuum_retention_hours", "report"}
     assert dag.params["recent_days"] == 3 and dag.params["include_dirty"] is True
     assert dag.params["drift_threshold"] == 0.05
     assert dag.params["maintain"] is True and dag.params["vacuum"] is True
-    assert dag.params["vacuum_retention_hours"] == 168
+    assert dag.params["vacuum_retention_hours"] == 168 and dag.params["report"] is True
 
 
 def test_dag_file_is_short_and_its_top_level_cheap(tmp_path):
@@ -184,6 +188,16 @@ def test_exit_status_is_read_from_the_hooks_exception(tmp_path, status):
     assert reconcile_submit.job_message(e.value, "maintain") is None
 
 
+def test_report_goes_to_the_reports_dir_per_run_and_is_skipped_when_off(tmp_path):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    op = reconcile_submit.ReportSubmitOperator(task_id="r", plan_task="p")
+    assert op.job_args({"report_dir": str(tmp_path)}, {"run_id": "manual__2026-12-02T07:00:00+00:00"}) == [
+        "--out", str(tmp_path / "manual__2026-12-02T07_00_00+00_00.html")]
+    with pytest.raises(AirflowSkipException, match="report is false"):
+        op.job_args({"report_dir": None}, {"run_id": "r"})
+
+
 def test_maintain_is_skipped_when_the_plan_has_none():
     from airflow.sdk.exceptions import AirflowSkipException
 
@@ -245,7 +259,7 @@ def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
     assert result.state == "failed", result.output[-4000:]
     assert result.tasks == {"validate_params": "success", "reconcile_selection": "failed",
                             "reconcile_dirty": "upstream_failed", "check_drift": "upstream_failed",
-                            "maintain": "upstream_failed"}
+                            "maintain": "upstream_failed", "report": "upstream_failed"}
     assert "the reconcile job refused the request (exit 2): tidemark reconcile: day 2026-11-28 is not closed yet " \
            "(stand-in)" in result.output
     calls = [json.loads(line) for line in argv_log.read_text().splitlines()]
@@ -261,8 +275,8 @@ def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
 
 
 def fake_jobs_spark_submit(bindir: Path, log: Path) -> Path:
-    """A spark-submit stand-in for both jobs: ReconcileJob writes a summary row 10 % off for its run id
-    (check_drift fails on it), Maintenance refuses like the real job (exit 2)."""
+    """A spark-submit stand-in for the jobs: ReconcileJob writes a summary row 10 % off for its run id
+    (check_drift fails on it), HealthReport writes its page, Maintenance refuses like the real job (exit 2)."""
     bindir.mkdir(parents=True, exist_ok=True)
     script = bindir / "spark-submit"
     script.write_text(f"""#!{sys.executable}
@@ -276,6 +290,10 @@ lake = Path(next(a for a in argv if a.startswith("lakehouse=")).split("=", 1)[1]
 if argv[argv.index("--class") + 1] == "io.tidemark.reconcile.ReconcileJob":
     from test_drift import summary_row, write_report
     write_report(lake, [summary_row(argv[argv.index("--run-id") + 1], "2026-11-28", 90, 100, 9.0, 10.0, 10, 5)])
+    sys.exit(0)
+if argv[argv.index("--class") + 1] == "io.tidemark.reconcile.HealthReport":
+    Path(argv[argv.index("--out") + 1]).parent.mkdir(parents=True, exist_ok=True)
+    Path(argv[argv.index("--out") + 1]).write_text("<html>stand-in report</html>")
     sys.exit(0)
 print("tidemark maintain: a vacuum retention of 1 hours is below Delta's safety minimum (stand-in)", file=sys.stderr)
 sys.exit(2)
@@ -297,7 +315,8 @@ def test_dag_test_maintain_runs_beside_a_failed_drift_check_and_exit_2_fails_it_
                                     "vacuum_retention_hours": 200, "lakehouse": str(lake)}, timeout=600)
     assert result.state == "failed", result.output[-4000:]
     assert result.tasks == {"validate_params": "success", "reconcile_selection": "success",
-                            "reconcile_dirty": "skipped", "check_drift": "failed", "maintain": "failed"}
+                            "reconcile_dirty": "skipped", "check_drift": "failed", "maintain": "failed",
+                            "report": "success"}
     assert "drift over 5.000% on 1 day(s): 2026-11-28" in result.output
     assert "the maintain job refused the request (exit 2): tidemark maintain: a vacuum retention of 1 hours is " \
            "below Delta's safety minimum (stand-in)" in result.output
@@ -305,8 +324,16 @@ def test_dag_test_maintain_runs_beside_a_failed_drift_check_and_exit_2_fails_it_
     assert plan["maintain_args"] == ["maintain.vacuum-retention=200 hours"] and plan["vacuum_retention_hours"] == 200
     calls = [json.loads(line) for line in argv_log.read_text().splitlines()]
     classes = [argv[argv.index("--class") + 1] for argv in calls]
-    assert classes == ["io.tidemark.reconcile.ReconcileJob", "io.tidemark.reconcile.Maintenance"], calls  # no retry
-    argv = calls[1]
+    assert classes[0] == "io.tidemark.reconcile.ReconcileJob", calls  # no retry of maintain; the report beside it
+    assert sorted(classes[1:]) == ["io.tidemark.reconcile.HealthReport", "io.tidemark.reconcile.Maintenance"], calls
+    # The report runs although the drift check failed: its page, linked from the run
+    report_argv = next(a for a in calls if a[a.index("--class") + 1] == "io.tidemark.reconcile.HealthReport")
+    page = Path(report_argv[report_argv.index("--out") + 1])
+    assert page.read_text() == "<html>stand-in report</html>"
+    assert page.parent == tmp_path / "airflow" / "tidemark-reports"
+    assert result.xcom["report.report_url"] == page.as_uri()
+    assert f"drift and health report: {page.as_uri()}" in result.output
+    argv = next(a for a in calls if a[a.index("--class") + 1] == "io.tidemark.reconcile.Maintenance")
     opts = " ".join(OPENS.split())
     assert argv[argv.index("--master") + 1] == "local[2]"
     assert argv[argv.index("--name") + 1] == "tidemark-maintain"

@@ -138,7 +138,8 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     print(f"dag.test: {result.state} {result.tasks} in {result.seconds:.0f} s")
     assert result.state == "success", result.output[-8000:]
     assert result.tasks == {"validate_params": "success", "reconcile_selection": "success",
-                            "reconcile_dirty": "success", "check_drift": "success", "maintain": "success"}
+                            "reconcile_dirty": "success", "check_drift": "success", "maintain": "success",
+                            "report": "success"}
 
     plan = result.xcom["validate_params.return_value"]
     assert plan["jar"] == str(world.jar) and plan["lakehouse"] == str(lakehouse)
@@ -194,6 +195,17 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     assert any(raw_files_before[d] > 1 for d in world.closed), raw_files_before
     assert {d: raw_files[d] for d in world.closed} == {d: 1 for d in world.closed}
     assert raw_files[world.today] == raw_files_before[world.today]  # an open day is left alone
+
+    # report ran HealthReport for real: one page per run under $AIRFLOW_HOME/tidemark-reports, linked from the run,
+    # with a row per reconciled day in its drift table
+    url = result.xcom["report.report_url"]
+    page = Path(url.removeprefix("file://"))
+    assert page.parent == home / "tidemark-reports" and page.name.endswith(".html"), url
+    html = page.read_text()
+    assert f"drift and health report: {url}" in result.output
+    for day in reconciled:
+        assert f'<td data-value="{day}">{day}</td>' in html, day
+    assert html.count('<svg class="chart"') == 5
 
 
 # ------------------------------------------------------------------------------------------------

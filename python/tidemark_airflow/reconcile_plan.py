@@ -157,3 +157,8 @@ def plan_maintain(params: Mapping[str, Any]) -> dict[str, Any]:
     args = [f"maintain.vacuum-retention={hours} hours"] if vacuum else ["--no-vacuum"]
     return {"maintain": maintain, "vacuum": vacuum, "vacuum_retention_hours": hours,
             "maintain_args": args if maintain else None}
+
+
+def plan_report(params: Mapping[str, Any]) -> bool:
+    """Whether the run writes the drift and health report (param report, default true)."""
+    return _flag("report", params.get("report", True))

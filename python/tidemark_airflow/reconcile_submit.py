@@ -1,4 +1,4 @@
-"""spark-submit of the batch jobs (ReconcileJob, Maintenance) from Airflow, through the Spark provider's
+"""spark-submit of the batch jobs (ReconcileJob, Maintenance, HealthReport) from Airflow, through the Spark provider's
 public API only.
 
 The JVM options Spark 4.2 needs on Java 17 (--add-opens ...) are read from the jar being submitted
@@ -23,6 +23,8 @@ from tidemark_airflow.run_ids import attempt_run_id
 
 JOB_CLASS = "io.tidemark.reconcile.ReconcileJob"
 MAINTAIN_CLASS = "io.tidemark.reconcile.Maintenance"
+REPORT_CLASS = "io.tidemark.reconcile.HealthReport"
+REPORT_XCOM_KEY = "report_url"
 JVM_OPTIONS_RESOURCE = "tidemark/jvm.options"
 REFUSED = 2  # the batch jobs' exit status for a request they will not run (bad arguments, an open day)
 # How SparkSubmitHook.submit reports a non-zero exit (its message also ends with spark-submit's last lines).
@@ -178,3 +180,30 @@ class MaintainSubmitOperator(BatchJobSubmitOperator):
         if args is None:
             raise AirflowSkipException("maintenance is off for this run (maintain is false)")
         return list(args)
+
+
+class ReportSubmitOperator(BatchJobSubmitOperator):
+    """spark-submit of HealthReport: the drift and health report of the lakehouse, one HTML page written to
+    ``<plan report_dir>/<dag run id>.html``; its ``file://`` URL is XCom ``report_url`` and the task log's
+    last line. Skipped when the plan has no report_dir (param report false) or there is no plan."""
+
+    job_command = "report"
+
+    def __init__(self, *, plan_task: str, **kwargs: Any) -> None:
+        kwargs.setdefault("name", "tidemark-report")
+        super().__init__(java_class=REPORT_CLASS, plan_task=plan_task, **kwargs)
+        self._out: Path | None = None
+
+    def job_args(self, plan: Mapping[str, Any], context) -> list[str]:
+        if not plan.get("report_dir"):
+            raise AirflowSkipException("no report for this run (report is false)")
+        safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", str(context["run_id"]))
+        self._out = Path(plan["report_dir"]) / f"{safe}.html"
+        return ["--out", str(self._out)]
+
+    def execute(self, context) -> dict[str, Any]:
+        result = super().execute(context)
+        url = self._out.resolve().as_uri()
+        context["ti"].xcom_push(key=REPORT_XCOM_KEY, value=url)
+        print(f"drift and health report: {url}")
+        return {"report": str(self._out), "report_url": url, **result}

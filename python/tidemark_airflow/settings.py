@@ -40,6 +40,19 @@ def jobs_jar() -> str:
     return jar
 
 
+def reports_dir() -> str:
+    """Variable tidemark_reports_dir, else env TIDEMARK_REPORTS_DIR, else $AIRFLOW_HOME/tidemark-reports: where
+    the report task writes one HTML page per DAG run (a local path of the worker that runs it)."""
+    import os
+
+    default = str(Path(os.environ.get("AIRFLOW_HOME", str(Path.home() / "airflow"))) / "tidemark-reports")
+    value = setting("tidemark_reports_dir", "TIDEMARK_REPORTS_DIR", default)
+    if "://" in value:
+        raise ReconcileRequestError(f"the reports directory {value} must be a local path (the report is one file "
+                                    "written by the worker), not a URI")
+    return str(Path(value).expanduser().resolve())
+
+
 def require_spark_connection() -> None:
     from airflow.sdk import Connection
 

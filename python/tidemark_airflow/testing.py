@@ -367,7 +367,7 @@ tis = dr.get_task_instances()
 result = {"state": str(getattr(dr.state, "value", dr.state)), "run_id": dr.run_id,
           "tasks": {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in tis}, "xcom": {}}
 for ti in tis:
-    for key in ("return_value", "drift_summary"):
+    for key in ("return_value", "drift_summary", "report_url"):
         value = ti.xcom_pull(task_ids=ti.task_id, key=key)
         if value is not None:
             result["xcom"][f"{ti.task_id}.{key}"] = value
