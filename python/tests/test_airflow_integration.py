@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -199,7 +200,7 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     # report ran HealthReport for real: one page per run under $AIRFLOW_HOME/tidemark-reports, linked from the run,
     # with a row per reconciled day in its drift table
     url = result.xcom["report.report_url"]
-    page = Path(url.removeprefix("file://"))
+    page = Path(unquote(urlparse(url).path))
     assert page.parent == home / "tidemark-reports" and page.name.endswith(".html"), url
     html = page.read_text()
     assert f"drift and health report: {url}" in result.output
