@@ -58,8 +58,6 @@ public final class StreamMetrics implements AutoCloseable {
     private final Counter invalidRecords;
     private final Counter kpiRows;
     private final Counter replayedBatches;
-    private final Gauge lastBatchId;
-    private final Gauge lastBatchEnd;
     private final Gauge watermark;
     private final Histogram batchDuration;
     private final Gauge stageSeconds;
@@ -68,6 +66,8 @@ public final class StreamMetrics implements AutoCloseable {
     private final Gauge kafkaLag;
     /** Figures known only once a batch or a reconcile reported them; NaN = not yet, and the sample is left out. */
     private volatile double maxEventSeconds = Double.NaN;
+    private volatile double lastBatchIdValue = Double.NaN;
+    private volatile double lastBatchEndSeconds = Double.NaN;
     private volatile double freshnessSeconds = Double.NaN;
     /** The last reconcile run: started (Unix time), days, gb drift, subscriber drift, windows changed, late records; null = none read. */
     private volatile double[] reconcile;
@@ -98,10 +98,11 @@ public final class StreamMetrics implements AutoCloseable {
         replayedBatches = Counter.builder().name("tidemark_stream_replayed_batches_total")
                 .help("Batches Spark replayed after a restart in which some tables already held the batch: their commits were skipped, the rest committed.")
                 .register(registry);
-        lastBatchId = Gauge.builder().name("tidemark_stream_last_batch_id")
-                .help("Id of the last committed micro-batch.").register(registry);
-        lastBatchEnd = Gauge.builder().name("tidemark_stream_last_batch_end_timestamp_seconds")
-                .help("When the last micro-batch committed its stream_progress row (Unix time).").register(registry);
+        known("tidemark_stream_last_batch_id", "Id of the last micro-batch this process committed; absent before its first.",
+                () -> lastBatchIdValue);
+        known("tidemark_stream_last_batch_end_timestamp_seconds",
+                "When the last micro-batch committed its stream_progress row (Unix time); absent before this process's first batch.",
+                () -> lastBatchEndSeconds);
         watermark = Gauge.builder().name("tidemark_stream_watermark_timestamp_seconds")
                 .help("The watermark in force for the next batch (Unix time): windows ending at or before it are final, days before its date are closed.")
                 .register(registry);
@@ -244,8 +245,8 @@ public final class StreamMetrics implements AutoCloseable {
         records.labelValues("invalid").inc(progress.<Long>getAs("invalid"));
         invalidByReason.forEach((reason, n) -> invalidRecords.labelValues(reason).inc(n));
         kpiRows.inc(progress.<Long>getAs("kpi_rows"));
-        lastBatchId.set(progress.<Long>getAs("batch_id"));
-        lastBatchEnd.set(seconds(progress.getAs("finished_at")));
+        lastBatchIdValue = progress.<Long>getAs("batch_id");
+        lastBatchEndSeconds = seconds(progress.getAs("finished_at"));
         double w = seconds(progress.getAs("next_watermark"));
         watermark.set(w);
         watermarkSeconds = w > 0 ? w : Double.NaN; // 0: no event seen yet, no lag to speak of

@@ -65,6 +65,15 @@ class StreamMetricsTest {
     }
 
     @Test
+    void beforeTheFirstBatchThereIsNoLastBatchToAlertOn() throws Exception {
+        try (StreamMetrics m = StreamMetrics.start(config(freePort()))) {
+            List<String> lines = scrape(m.port());
+            assertThat(lines).noneMatch(l -> l.startsWith("tidemark_stream_last_batch_"));
+            assertThat(lines).contains("tidemark_stream_batches_total 0.0");
+        }
+    }
+
+    @Test
     void noWatermarkYetMeansNoLagSample() throws Exception {
         try (StreamMetrics m = StreamMetrics.start(config(freePort()))) {
             m.batchCommitted(progress(0, 2, 0, 0, 2, "1970-01-01T00:00:00Z", null, 100), Map.of("EMPTY", 2L), Set.of());
@@ -74,6 +83,7 @@ class StreamMetricsTest {
             assertThat(lines).noneMatch(l -> l.startsWith("tidemark_stream_max_event_timestamp_seconds "));
             assertThat(lines).noneMatch(l -> l.startsWith("tidemark_stream_freshness_seconds "));
             assertThat(lines).noneMatch(l -> l.startsWith("tidemark_reconcile_")); // no reconcile read yet: no 0 that looks like a result
+            assertThat(lines).contains("tidemark_stream_last_batch_id 0.0");
         }
     }
 
