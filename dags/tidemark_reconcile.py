@@ -23,8 +23,8 @@ then compacts the closed days and vacuums (`io.tidemark.reconcile.Maintenance`).
    its `file://` URL is XCom `report_url` and the task log's last line. Skipped when `report` is false.
 
 Reconciles never overlap: `max_active_runs=1`, one Spark task at a time. Setup (the `tidemark_airflow`
-package on `PYTHONPATH`, connection, Variables) and params: `docs/operations.md`, section
-"Scheduling reconcile with Airflow".
+package, the jar: Variable `tidemark_jobs_jar`, env `TIDEMARK_JOBS_JAR` or `$AIRFLOW_HOME/tidemark-spark-jobs.jar`,
+connection, Variables) and params: `docs/operations.md`, section "Scheduling reconcile with Airflow".
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ except ModuleNotFoundError as e:  # say what to do instead of a bare import erro
     if not (e.name or "").startswith("tidemark_airflow"):
         raise
     raise ImportError("package tidemark_airflow not found: put <repo>/python on the PYTHONPATH of every Airflow "
-                      "process (dag-processor, scheduler, workers); see docs/operations.md") from e
+                      "process, or pip install '<repo>/python[dag]' into their venv; see docs/operations.md") from e
 
 DEFAULT_SCHEDULE = "30 1 * * *"
 PLAN_TASK = "validate_params"

@@ -1,4 +1,5 @@
-"""tidemark-airflow without a server: bad input, credentials, secrets kept out of the output.
+"""tidemark-airflow without a server: bad input, credentials and tokens, secrets kept out of the output;
+and the DAG's rule for the jobs jar.
 
 Run: .venv/bin/python -m pytest python/tests/test_airflow_cli.py   (~10 s)
 """
@@ -17,11 +18,14 @@ import pytest
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
 
-from tidemark_airflow import testing  # noqa: E402
+from tidemark_airflow import settings, testing  # noqa: E402
 from tidemark_airflow.cli import Output, build_parser, drift_lines, main, trigger_conf  # noqa: E402
 from tidemark_airflow.credentials import UsageError, load_credentials  # noqa: E402
+from tidemark_airflow.reconcile_plan import ReconcileRequestError  # noqa: E402
 
 SECRET = "s3cr3t-Pa55word-never-printed"
+TOKEN = "eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiJhZG1pbiJ9.t0ken-never-printed"
+OTHER_TOKEN = "eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiJvcHMifQ.other-t0ken"
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -155,3 +159,104 @@ def test_wrapper_script_help():
                        timeout=120, env={**os.environ, "TIDEMARK_PYTHON": sys.executable})
     assert r.returncode == 0
     assert "--from DAY" in r.stdout and "--threshold X" in r.stdout and "TIDEMARK_AIRFLOW_PASSWORD" in r.stdout
+    assert "--token-file FILE" in r.stdout and "TIDEMARK_AIRFLOW_TOKEN" in r.stdout
+
+
+def test_the_client_imports_without_airflow():
+    """What pip install ./python gives needs no apache-airflow: the DAG-side modules are not imported."""
+    code = ("import sys; import tidemark_airflow.cli, tidemark_airflow.client, tidemark_airflow.credentials; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'airflow', 'deltalake', 'pyarrow', 'pyspark'}))")
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)},
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[]\n", "")
+
+
+def test_a_token_wins_over_user_and_password_and_names_its_setting(tmp_path):
+    env = {"TIDEMARK_AIRFLOW_TOKEN": f" Bearer {TOKEN}\n", "TIDEMARK_AIRFLOW_USER": "u",
+           "TIDEMARK_AIRFLOW_PASSWORD": SECRET, "TIDEMARK_AIRFLOW_URL": "http://env:2"}
+    c = load_credentials(None, env=env)
+    assert (c.url, c.token, c.token_setting, c.username, c.password) == (
+        "http://env:2", TOKEN, "TIDEMARK_AIRFLOW_TOKEN", "", "")
+    assert repr(c) == str(c) == "Credentials(url='http://env:2', token=*** from TIDEMARK_AIRFLOW_TOKEN)"
+
+    # --token-file: the token alone or the JSON answer of POST /auth/token; it wins over the environment
+    f = tmp_path / "token.json"
+    f.write_text(json.dumps({"access_token": OTHER_TOKEN, "token_type": "bearer"}))
+    f.chmod(0o600)
+    c = load_credentials(None, token_file=f, env=env)
+    assert (c.token, c.token_setting, c.warnings) == (OTHER_TOKEN, f"--token-file {f}", ())
+    f.write_text(OTHER_TOKEN + "\n")
+    f.chmod(0o644)
+    c = load_credentials(None, token_file=f, env=env)
+    assert c.token == OTHER_TOKEN and c.warnings == (f"the token file {f} is readable by other users (chmod 600 it)",)
+
+    # the credentials file: its token wins over the environment's; a user or password in it keeps the env's token out
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps({"url": "http://af:8080", "token": OTHER_TOKEN}))
+    j.chmod(0o600)
+    c = load_credentials(j, env=env)
+    assert (c.url, c.token, c.token_setting) == ("http://af:8080", OTHER_TOKEN, f"the credentials file {j}")
+    j.write_text(json.dumps({"url": "http://af:8080", "username": "ops", "password": SECRET}))
+    c = load_credentials(j, env=env)
+    assert (c.token, c.token_setting, c.username, c.password) == ("", "", "ops", SECRET)
+    i = tmp_path / "c.ini"
+    i.write_text(f"[airflow]\nurl = http://af2:8080\ntoken = {TOKEN}\n")
+    c = load_credentials(i, url="http://cli:1", env={})
+    assert (c.url, c.token, c.token_setting) == ("http://cli:1", TOKEN, f"the credentials file {i}")
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "the token from the token file {f} is empty"),
+    ("Bearer  \n", "the token from the token file {f} is empty"),
+    (f"{TOKEN} {TOKEN}", "the token from the token file {f} is not a single word of printable ASCII"),
+    ('{"token_type": "bearer"}', "the token file {f} holds JSON without an access_token"),
+    ('{"access_token": ', "the token file {f} is not valid JSON (line 1, column 18)"),
+])
+def test_bad_token_files_exit_2_without_echoing_them(tmp_path, content, message, capsys):
+    f = tmp_path / "token"
+    f.write_text(content)
+    with pytest.raises(UsageError) as e:
+        load_credentials(None, token_file=f, env={})
+    assert message.format(f=f) in str(e.value) and TOKEN not in str(e.value)
+    assert main(["status", "r", "--token-file", str(f)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"tidemark-airflow: {e.value}\n"
+    assert main(["status", "r", "--token-file", str(tmp_path / "absent")]) == 2
+    assert f"cannot read the token file {tmp_path / 'absent'}: No such file or directory" in capsys.readouterr().err
+
+
+def test_a_token_for_an_unreachable_server_is_a_clear_error_and_never_printed(tmp_path):
+    port = testing.free_port()  # nothing listens there
+    r = cli("status", "r", env={"TIDEMARK_AIRFLOW_URL": f"http://127.0.0.1:{port}", "TIDEMARK_AIRFLOW_TOKEN": TOKEN})
+    assert (r.returncode, r.stdout) == (3, "")
+    assert r.stderr == (f"tidemark-airflow: cannot reach Airflow at http://127.0.0.1:{port} (connection refused or "
+                        "host unknown); is the api-server running? (TIDEMARK_AIRFLOW_URL / --url)\n")
+
+
+def test_jobs_jar_is_the_variable_else_the_env_else_airflow_home(tmp_path):
+    """settings.jobs_jar() passes the Variable tidemark_jobs_jar to this rule; nothing depends on where the
+    DAG file or this package lie."""
+    home, var_jar, env_jar = tmp_path / "airflow-home", tmp_path / "var.jar", tmp_path / "env.jar"
+    home.mkdir()
+    var_jar.write_bytes(b"PK")
+    env_jar.write_bytes(b"PK")
+    env = {"AIRFLOW_HOME": str(home), "TIDEMARK_JOBS_JAR": str(env_jar)}
+    assert settings.resolve_jobs_jar(str(var_jar), env) == str(var_jar)
+    assert settings.resolve_jobs_jar(None, env) == settings.resolve_jobs_jar("", env) == str(env_jar)
+    assert settings.resolve_jobs_jar("s3://bucket/jobs.jar", env) == "s3://bucket/jobs.jar"  # as is, for spark-submit
+    rule = ("the jar is the Variable tidemark_jobs_jar, else env TIDEMARK_JOBS_JAR, else "
+            f"$AIRFLOW_HOME/tidemark-spark-jobs.jar (here {home}/tidemark-spark-jobs.jar); the build writes "
+            "spark-submit-jar/target/tidemark-spark-jobs.jar")
+    with pytest.raises(ReconcileRequestError) as e:
+        settings.resolve_jobs_jar(None, {"AIRFLOW_HOME": str(home)})
+    assert str(e.value) == (f"the reconcile jar {home}/tidemark-spark-jobs.jar does not exist (neither the Variable "
+                            f"tidemark_jobs_jar nor env TIDEMARK_JOBS_JAR is set); {rule}")
+    (home / "tidemark-spark-jobs.jar").write_bytes(b"PK")
+    assert settings.resolve_jobs_jar(None, {"AIRFLOW_HOME": str(home)}) == f"{home}/tidemark-spark-jobs.jar"
+    with pytest.raises(ReconcileRequestError) as e:  # a Variable or env naming a missing jar: no fallback
+        settings.resolve_jobs_jar(str(tmp_path / "gone.jar"), env)
+    assert str(e.value) == f"the reconcile jar {tmp_path}/gone.jar does not exist (from the Variable tidemark_jobs_jar); {rule}"
+    with pytest.raises(ReconcileRequestError) as e:
+        settings.resolve_jobs_jar(None, {**env, "TIDEMARK_JOBS_JAR": str(tmp_path / "gone.jar")})
+    assert str(e.value) == f"the reconcile jar {tmp_path}/gone.jar does not exist (from env TIDEMARK_JOBS_JAR); {rule}"
+    assert settings.airflow_home({}) == Path.home() / "airflow"  # Airflow's own default

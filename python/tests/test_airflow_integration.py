@@ -4,7 +4,8 @@ Needs the Maven build (the jar and the launcher; run-tests builds them first). O
 made per module by the real speed layer (broker + two generated phases + `tidemark stream
 --available-now`); each test reconciles its own copy of it. Airflow runs as api-server, scheduler
 and dag-processor (LocalExecutor, SQLite, SimpleAuthManager, loopback). Everything started here
-is stopped by process group, also when a test fails.
+is stopped by process group, also when a test fails. The client also runs as `pip install ./python`
+installs it, into a fresh venv without Airflow, authenticated by a pre-issued token.
 
 Run: .venv/bin/python -m pytest python/tests/test_airflow_integration.py   (~7 min unloaded; one real maintain)
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+import requests
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
@@ -97,6 +99,42 @@ def run_cli(stack: testing.AirflowStack, *args: str, password: str | None = None
     print(f"$ tidemark-airflow {' '.join(args)}  -> exit {r.returncode} in {time.monotonic() - t0:.0f} s\n"
           f"{r.stdout}{r.stderr}")
     return r
+
+
+@pytest.fixture(scope="module")
+def installed_client(tmp_path_factory) -> Path:
+    """A fresh venv with `pip install ./python` (pinned by constraints.txt): the tidemark-airflow command."""
+    t0 = time.monotonic()
+    venv = testing.install_client_venv(tmp_path_factory.mktemp("pip-install"))
+    print(f"\npip install ./python into a fresh venv: {time.monotonic() - t0:.0f} s")
+    return venv
+
+
+def run_installed(venv: Path, stack: testing.AirflowStack, *args: str, env: dict[str, str],
+                  timeout: float = 600) -> subprocess.CompletedProcess:
+    """The installed command, from outside the repository: no PYTHONPATH, none of the caller's TIDEMARK_AIRFLOW_*."""
+    full = {k: v for k, v in os.environ.items()
+            if not k.startswith("TIDEMARK_AIRFLOW_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    full.update(TIDEMARK_AIRFLOW_URL=stack.url, **env)
+    t0 = time.monotonic()
+    r = testing.run([str(venv / "bin" / "tidemark-airflow"), *args], env=full, cwd=venv.parent, timeout=timeout,
+                    check=False)
+    print(f"$ {venv}/bin/tidemark-airflow {' '.join(args)}  -> exit {r.returncode} in {time.monotonic() - t0:.0f} s\n"
+          f"{r.stdout}{r.stderr}")
+    return r
+
+
+def forged_tokens(token: str, secret: str) -> tuple[str, str]:
+    """The api-server's own token re-signed: expired (with its secret), and valid but signed with another secret."""
+    import jwt
+
+    claims = jwt.decode(token, options={"verify_signature": False})
+    header = {k: v for k, v in jwt.get_unverified_header(token).items() if k not in ("alg", "typ")}
+    now = int(time.time())
+    expired = jwt.encode({**claims, "iat": now - 7200, "nbf": now - 7200, "exp": now - 3600}, secret,
+                         algorithm="HS512", headers=header)
+    other = jwt.encode(claims, "another-api-server-" + secret, algorithm="HS512", headers=header)
+    return expired, other
 
 
 def kpi_sources(lakehouse: Path) -> dict[str, set[str]]:
@@ -350,3 +388,67 @@ def test_wrong_credentials_are_a_clear_error_and_never_printed(airflow, tmp_path
     r = run_cli(airflow, "status", "no-such-run", "--credentials", str(creds), password="")
     assert r.returncode == 2 and "no run 'no-such-run'" in r.stderr  # logged in: the run is what is unknown
     assert airflow.password not in r.stdout + r.stderr
+
+
+def test_pip_installed_client_with_a_pre_issued_token(airflow, world, installed_client, tmp_path):
+    venv = installed_client
+    site = venv / "lib" / "python3.11" / "site-packages"
+    # what pip install ./python gave: the package and the command, without Airflow, deltalake or pyspark
+    r = testing.run([str(venv / "bin" / "python"), "-c",
+                     "import importlib.util as u, tidemark_airflow.cli as c; "
+                     "print(c.__file__, [m for m in ('airflow', 'deltalake', 'pyspark') if u.find_spec(m)])"],
+                    env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, cwd=tmp_path, timeout=120)
+    assert r.stdout == f"{site}/tidemark_airflow/cli.py []\n"
+
+    # The token is issued beforehand (as an operator would, POST /auth/token) and given as TIDEMARK_AIRFLOW_TOKEN.
+    # A wrong password beside it is never used: the client asks for no token of its own.
+    token = airflow.token()
+    wrong = "wrong-" + airflow.password[::-1]
+    with_token = {"TIDEMARK_AIRFLOW_TOKEN": token, "TIDEMARK_AIRFLOW_USER": "admin", "TIDEMARK_AIRFLOW_PASSWORD": wrong}
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    r = run_installed(venv, airflow, "trigger", "--from", today, "--lakehouse", str(world.lakehouse), "--wait",
+                      "--interval", "2", env=with_token)
+    assert (r.returncode, r.stderr) == (1, ""), r.stdout + r.stderr
+    assert token not in r.stdout and wrong not in r.stdout
+    lines = r.stdout.splitlines()
+    if lines[0] == "unpaused DAG tidemark_reconcile":  # only when no earlier test has triggered it
+        lines.pop(0)
+    run_id = re.fullmatch(r"triggered tidemark_reconcile run (\S+): .*", lines[0]).group(1)
+    conf = {"from_date": today, "to_date": today, "include_dirty": False, "lakehouse": str(world.lakehouse)}
+    assert lines[0] == f"triggered tidemark_reconcile run {run_id}: days {today}..{today}; conf {conf}"
+    refused = (f"  validate_params failed: refused: day {today} is not closed yet: the last closed day is "
+               f"{world.progress.last_closed_day} (stream_progress batch {world.progress.batch_id}). "
+               "Reconcile closed days only.")
+    ended = ("run failed | validate_params failed, reconcile_selection upstream_failed, reconcile_dirty upstream_failed, "
+             "check_drift upstream_failed, maintain upstream_failed, report upstream_failed")
+    assert [ln[9:] for ln in lines[-3:-2]] == [ended] and lines[-2:] == [f"result: run {run_id} failed", refused]
+    for ln in lines[1:-2]:  # one line per state change, each stamped HH:MM:SS
+        assert re.fullmatch(r"\d\d:\d\d:\d\d run (queued|running|failed)( \| .+)?", ln), ln
+
+    # status with the token from a file holding POST /auth/token's JSON answer, exactly as the server gave it
+    answer = requests.post(f"{airflow.url}/auth/token", json={"username": "admin", "password": airflow.password},
+                           timeout=30)
+    assert answer.status_code == 201
+    token_file = tmp_path / "airflow-token.json"
+    token_file.write_text(answer.text)
+    token_file.chmod(0o600)
+    r = run_installed(venv, airflow, "status", run_id, "--token-file", str(token_file), env={})
+    assert (r.returncode, r.stderr) == (1, "")
+    status = r.stdout.splitlines()
+    assert [status[0][9:]] + status[1:] == [ended, f"conf: {conf}", f"result: run {run_id} failed", refused]
+
+    # Refused tokens: exit 3, naming where the token came from, never printing it.
+    expired, foreign = forged_tokens(token, airflow.env["AIRFLOW__API_AUTH__JWT_SECRET"])
+    advice = (f"get a new one with POST {airflow.url}/auth/token (a token expires after [api_auth] "
+              "jwt_expiration_time, 24 h by default, and holds only on api-servers with the same jwt_secret)")
+    r = run_installed(venv, airflow, "status", run_id, env={**with_token, "TIDEMARK_AIRFLOW_TOKEN": expired})
+    assert (r.returncode, r.stdout) == (3, "")
+    assert r.stderr == (f"tidemark-airflow: Airflow at {airflow.url} refused the token from TIDEMARK_AIRFLOW_TOKEN "
+                        f"(HTTP 401: Token Expired); {advice}\n")
+    foreign_file = tmp_path / "foreign-token"
+    foreign_file.write_text(foreign + "\n")
+    foreign_file.chmod(0o600)
+    r = run_installed(venv, airflow, "trigger", "--recent", "1", "--token-file", str(foreign_file), env=with_token)
+    assert (r.returncode, r.stdout) == (3, "")
+    assert r.stderr == (f"tidemark-airflow: Airflow at {airflow.url} refused the token from --token-file "
+                        f"{foreign_file} (HTTP 403: Invalid JWT token); {advice}\n")

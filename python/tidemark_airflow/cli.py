@@ -13,16 +13,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from tidemark_airflow import DAG_ID
-from tidemark_airflow.credentials import ENV_PASSWORD, ENV_URL, ENV_USER, Credentials, UsageError, load_credentials
+from tidemark_airflow.credentials import (ENV_PASSWORD, ENV_TOKEN, ENV_URL, ENV_USER, Credentials, UsageError,
+                                         load_credentials)
 
 OK, FAILED, BAD_INPUT, AIRFLOW_TROUBLE, NOT_FINISHED = 0, 1, 2, 3, 4
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 EPILOG = f"""\
-credentials: --credentials FILE (JSON {{"url": ..., "username": ..., "password": ...}} or ini lines
+credentials: a pre-issued API token (the access_token of the api-server's POST /auth/token), sent
+as "Authorization: Bearer": --token-file FILE (the token alone, or that JSON answer), else "token"
+in the --credentials file, else {ENV_TOKEN}. Without a token, a user and password:
+--credentials FILE (JSON {{"url": ..., "username": ..., "password": ...}} or ini lines
 url = ..., username = ..., password = ..., optionally under [airflow]), else the environment:
-{ENV_URL} (default http://127.0.0.1:8080), {ENV_USER}, {ENV_PASSWORD}. --url wins over both.
-The password is never printed.
+{ENV_USER}, {ENV_PASSWORD}. The URL: --url, else the file's, else {ENV_URL}
+(default http://127.0.0.1:8080). The password and the token are never printed.
 
 exit status: 0 the run succeeded; 1 the run failed (drift over the threshold, a refused day, a
 Spark failure); 2 bad input (dates, threshold, params Airflow refused, unknown run); 3 Airflow
@@ -96,7 +100,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--credentials", metavar="FILE", help="JSON or ini file with url, username, password")
+    common.add_argument("--credentials", metavar="FILE", help="JSON or ini file: url, and token or username, password")
+    common.add_argument("--token-file", metavar="FILE",
+                        help=f"file with a pre-issued API token (wins over --credentials and ${ENV_TOKEN})")
     common.add_argument("--url", help=f"Airflow base URL (default: ${ENV_URL}, else http://127.0.0.1:8080)")
     common.add_argument("--dag-id", default=DAG_ID, help=f"the reconcile DAG (default: {DAG_ID})")
     common.add_argument("--timeout", type=_seconds, default=30.0, metavar="S", help="HTTP timeout per request (30)")
@@ -240,8 +246,8 @@ def trigger_conf(args) -> dict[str, Any]:
 def _connect(args, out: Output):
     from tidemark_airflow.client import Airflow
 
-    creds: Credentials = load_credentials(args.credentials, url=args.url)
-    out.secrets.append(creds.password)
+    creds: Credentials = load_credentials(args.credentials, url=args.url, token_file=args.token_file)
+    out.secrets.extend([creds.password, creds.token])
     for w in creds.warnings:
         out.err(f"tidemark-airflow: warning: {w}")
     af = Airflow(creds, dag_id=args.dag_id, timeout=args.timeout)
@@ -285,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tidemark_airflow.client import AirflowError, NotFound
 
     out = Output()
-    for name in (ENV_PASSWORD,):
+    for name in (ENV_PASSWORD, ENV_TOKEN):
         if os.environ.get(name):
             out.secrets.append(os.environ[name])
     try:

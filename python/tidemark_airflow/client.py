@@ -1,4 +1,8 @@
-"""A thin layer over apache-airflow-client for the reconcile DAG: token, trigger, follow, drift summary."""
+"""A thin layer over apache-airflow-client for the reconcile DAG: token, trigger, follow, drift summary.
+
+Authentication: a pre-issued token is sent as is (Authorization: Bearer ...); with a user and
+password, a token is asked for first (POST /auth/token) and asked for again once when it expires.
+"""
 
 from __future__ import annotations
 
@@ -82,6 +86,9 @@ class Airflow:
 
     # -- authentication ---------------------------------------------------------------------
     def login(self) -> None:
+        if self.credentials.token:  # pre-issued: nothing to ask for; the first API call shows whether it is valid
+            self._connect(self.credentials.token)
+            return
         url = f"{self.credentials.url}/auth/token"
         try:
             r = requests.post(url, json={"username": self.credentials.username, "password": self.credentials.password},
@@ -103,37 +110,59 @@ class Airflow:
         if r.status_code not in (200, 201):
             raise AirflowError(f"token request to {self.credentials.url} failed: HTTP {r.status_code}")
         try:
-            self._token = r.json()["access_token"]
-        except (ValueError, KeyError):
+            token = r.json()["access_token"]
+        except (ValueError, KeyError, TypeError):
             raise AirflowError(f"{self.credentials.url}/auth/token answered without an access_token") from None
+        self._connect(token)
+
+    def _connect(self, token: str) -> None:
         from airflow_client.client import ApiClient, Configuration
 
-        config = Configuration(host=self.credentials.url, access_token=self._token)
+        self._token = token
+        config = Configuration(host=self.credentials.url, access_token=token)
         config.retries = 2
         self._api = ApiClient(config)
 
+    def _refused(self, e: Exception) -> AuthError:
+        """The api-server refused the token: 401 "Token Expired" (or none sent), 403 "Invalid JWT token"."""
+        c = self.credentials
+        why = f"HTTP {getattr(e, 'status', '?')}: {_detail(e)}"
+        if c.token:
+            return AuthError(f"Airflow at {c.url} refused the token from {c.token_setting} ({why}); get a new one "
+                             f"with POST {c.url}/auth/token (a token expires after [api_auth] jwt_expiration_time, "
+                             "24 h by default, and holds only on api-servers with the same jwt_secret)")
+        return AuthError(f"Airflow at {c.url} refused the token it issued to user {c.username!r} ({why})")
+
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         from airflow_client.client.exceptions import ApiException, NotFoundException, UnauthorizedException
-        from urllib3.exceptions import HTTPError
+        from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 
         if self._api is None:
             self.login()
         for attempt in (1, 2):
             try:
                 return fn(*args, _request_timeout=self.timeout, **kwargs)
-            except UnauthorizedException:
-                if attempt == 2:
-                    raise AuthError(f"Airflow at {self.credentials.url} refused the token (HTTP 401)") from None
+            except UnauthorizedException as e:
+                if attempt == 2 or self.credentials.token:  # a pre-issued token cannot be renewed here
+                    raise self._refused(e) from None
                 self.login()  # the token expired: a new one, once
             except NotFoundException as e:
                 raise NotFound(_detail(e)) from None
             except ApiException as e:
                 if e.status in (400, 409, 422):
                     raise UsageError(f"Airflow refused the request: {_detail(e)}") from None
+                if e.status == 403 and _detail(e) == "Invalid JWT token":  # a bad signature, not a permission
+                    raise self._refused(e) from None
                 if e.status == 403:
-                    raise AuthError(f"user {self.credentials.username!r} may not do this (HTTP 403): {_detail(e)}") from None
+                    who = (f"the token from {self.credentials.token_setting}" if self.credentials.token
+                           else f"user {self.credentials.username!r}")
+                    raise AuthError(f"{who} may not do this (HTTP 403): {_detail(e)}") from None
                 raise AirflowError(f"Airflow API error (HTTP {e.status}): {_detail(e)}") from None
             except HTTPError as e:
+                if isinstance(e, MaxRetryError) and isinstance(e.reason, NewConnectionError):
+                    # (with a pre-issued token, the first API call is the first contact)
+                    raise Unreachable(f"cannot reach Airflow at {self.credentials.url} (connection refused or host "
+                                      "unknown); is the api-server running? (TIDEMARK_AIRFLOW_URL / --url)") from None
                 raise Unreachable(f"lost contact with Airflow at {self.credentials.url}: {type(e).__name__}") from None
         raise AssertionError("unreachable")
 

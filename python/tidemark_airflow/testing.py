@@ -198,6 +198,7 @@ def build_lakehouse(workdir: Path, *, timeout: float = 900) -> LakehouseBuild:
         TIDEMARK_LAKEHOUSE=str(workdir / "lakehouse"),
         TIDEMARK_STREAM_CHECKPOINT=str(workdir / "checkpoint"),
         TIDEMARK_JAVA_OPTS="-Xmx1g",
+        TIDEMARK_METRICS_PORT="0",  # no Prometheus endpoint: 9464 may be another stream's on this machine
         SPARK_LOCAL_IP="127.0.0.1",
     )
     tm = str(LAUNCHER)
@@ -240,6 +241,21 @@ def private_jar(dst_dir: Path) -> Path:
         except (OSError, KeyError, zipfile.BadZipFile):
             time.sleep(5)
     raise RuntimeError(f"could not take a consistent copy of {JOBS_JAR}")
+
+
+def install_client_venv(workdir: Path, *, timeout: float = 900) -> Path:
+    """`pip install ./python -c python/constraints.txt` into a fresh venv (python3.11 -m venv), as a user
+    installs the client; returns the venv. The install runs from a copy of python/ in ``workdir``:
+    setuptools builds in the source tree (build/, *.egg-info), which must not race other runs in this tree."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(PYTHON_DIR, workdir / "python",
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".pytest_cache"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_USER")}
+    venv = workdir / "venv"
+    run([shutil.which("python3.11") or sys.executable, "-m", "venv", str(venv)], env=env, cwd=workdir, timeout=300)
+    run([str(venv / "bin" / "pip"), "install", "-q", "./python", "-c", "python/constraints.txt"], env=env,
+        cwd=workdir, timeout=timeout)
+    return venv
 
 
 def copy_lakehouse(src: Path, dst: Path) -> Path:
