@@ -314,9 +314,12 @@ public final class TidemarkConfig {
     private static final Pattern HUMAN_DURATION = Pattern.compile(
             "(\\d+)\\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)", Pattern.CASE_INSENSITIVE);
 
-    /** Parses "5 minutes", "10s", "250 ms", "2h" or ISO-8601 ("PT5M"). */
+    /** Parses "5 minutes", "10s", "250 ms", "2h", ISO-8601 ("PT5M") or a bare "0". */
     public static Duration parseDuration(String text) {
         String t = text.trim();
+        if (t.equals("0")) {
+            return Duration.ZERO; // "stream.trigger = 0": no unit needed for nothing
+        }
         if (t.toUpperCase(Locale.ROOT).startsWith("P")) {
             return Duration.parse(t.toUpperCase(Locale.ROOT));
         }

@@ -48,6 +48,13 @@ class TidemarkConfigSourcesTest {
     }
 
     @Test
+    void aTriggerOfZeroNeedsNoUnit() {
+        // The documented "stream.trigger = 0: micro-batches back to back", as a user writes it.
+        assertThat(TidemarkConfig.load(null, Map.of(), Map.of("spark.tidemark.stream.trigger", "0")).build().trigger()).isZero();
+        assertThat(TidemarkConfig.parseDuration("0 s")).isZero();
+    }
+
+    @Test
     void anUnknownKeyInSparkConfIsAnErrorNamingIt() {
         assertThatThrownBy(() -> TidemarkConfig.load(null, Map.of(), Map.of("spark.tidemark.lakehose", "/x")))
                 .isInstanceOf(IllegalArgumentException.class)
