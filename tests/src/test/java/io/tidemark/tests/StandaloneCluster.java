@@ -90,7 +90,7 @@ final class StandaloneCluster implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of(sparkHome().resolve("bin/spark-submit").toString(),
                 "--master", masterUrl, "--deploy-mode", "client", "--class", mainClass,
                 "--conf", "spark.cores.max=" + cores, "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=768m",
-                "--conf", "spark.driver.memory=1g", "--conf", "spark.ui.port=" + driverUiPort, "--conf", "spark.port.maxRetries=0",
+                "--conf", "spark.driver.memory=1g", "--conf", "spark.log.level=WARN", "--conf", "spark.ui.port=" + driverUiPort, "--conf", "spark.port.maxRetries=0",
                 "--conf", "spark.driver.extraJavaOptions=" + opens, "--conf", "spark.executor.extraJavaOptions=" + opens));
         settings.forEach((k, v) -> {
             cmd.add("--conf");
