@@ -20,7 +20,10 @@ import java.util.regex.Pattern;
  * resolved in this order, later winning: the defaults, the config file ({@code tidemark.properties}
  * in the working directory, or the file named by {@code TIDEMARK_CONFIG} / {@code --config}),
  * environment variables ({@code TIDEMARK_} + the key upper-cased with dots and dashes as
- * underscores, e.g. {@code TIDEMARK_STREAM_TRIGGER}), then command-line overrides.
+ * underscores, e.g. {@code TIDEMARK_STREAM_TRIGGER}), Spark's conf ({@code spark.tidemark.<key>}:
+ * {@code spark-submit --conf} or {@code spark-defaults.conf}, which spark-submit hands the driver as
+ * system properties), then command-line overrides. Spark's conf outranks the environment because it
+ * is given per application at submit time, while the environment is shared by whatever runs there.
  *
  * <p>Keys starting with {@code kafka.option.} are passed to the Kafka clients unchanged (minus the
  * prefix), which is how security settings such as {@code security.protocol} reach the source.
@@ -89,6 +92,8 @@ public final class TidemarkConfig {
 
     public static final String KAFKA_OPTION_PREFIX = "kafka.option.";
     public static final String DEFAULT_FILE = "tidemark.properties";
+    /** Prefix of Tidemark's keys in Spark's conf: {@code --conf spark.tidemark.lakehouse=...}. */
+    public static final String SPARK_CONF_PREFIX = "spark.tidemark.";
 
     private final Map<Key, String> values;
     private final Map<String, String> kafkaOptions;
@@ -104,8 +109,23 @@ public final class TidemarkConfig {
         return builder().build();
     }
 
-    /** Defaults, then the config file, then the environment; call {@link Builder#set} for flags. */
+    /**
+     * Defaults, then the config file, then the environment, then Spark's conf as this JVM's system
+     * properties ({@code spark.tidemark.*}); call {@link Builder#set} for flags.
+     */
     public static Builder load(Path explicitFile, Map<String, String> env) {
+        Map<String, String> sparkConf = new java.util.TreeMap<>();
+        Properties system = System.getProperties();
+        for (String name : system.stringPropertyNames()) {
+            if (name.startsWith(SPARK_CONF_PREFIX)) {
+                sparkConf.put(name, system.getProperty(name));
+            }
+        }
+        return load(explicitFile, env, sparkConf);
+    }
+
+    /** As {@link #load(Path, Map)}, with Spark's conf given ({@code spark.tidemark.*} entries; others are ignored). */
+    public static Builder load(Path explicitFile, Map<String, String> env, Map<String, String> sparkConf) {
         Builder b = builder();
         Path file = explicitFile;
         if (file == null && env.get("TIDEMARK_CONFIG") != null) {
@@ -134,6 +154,16 @@ public final class TidemarkConfig {
                 b.set(k.name, v.trim());
             }
         }
+        new java.util.TreeMap<>(sparkConf).forEach((name, value) -> {
+            if (!name.startsWith(SPARK_CONF_PREFIX)) {
+                return;
+            }
+            try {
+                b.set(name.substring(SPARK_CONF_PREFIX.length()), value.trim());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("Spark conf " + name + ": " + e.getMessage(), e);
+            }
+        });
         return b;
     }
 
@@ -284,9 +314,12 @@ public final class TidemarkConfig {
     private static final Pattern HUMAN_DURATION = Pattern.compile(
             "(\\d+)\\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)", Pattern.CASE_INSENSITIVE);
 
-    /** Parses "5 minutes", "10s", "250 ms", "2h" or ISO-8601 ("PT5M"). */
+    /** Parses "5 minutes", "10s", "250 ms", "2h", ISO-8601 ("PT5M") or a bare "0". */
     public static Duration parseDuration(String text) {
         String t = text.trim();
+        if (t.equals("0")) {
+            return Duration.ZERO; // "stream.trigger = 0": no unit needed for nothing
+        }
         if (t.toUpperCase(Locale.ROOT).startsWith("P")) {
             return Duration.parse(t.toUpperCase(Locale.ROOT));
         }

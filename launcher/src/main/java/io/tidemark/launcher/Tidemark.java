@@ -118,8 +118,10 @@ public final class Tidemark implements Callable<Integer> {
         cl.setOut(out);
         cl.setErr(err);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
-        cl.getCommandSpec().usageMessage().footerHeading("%nSettings, with their defaults: --set KEY=VALUE, a line KEY=VALUE in the --config file, or the%n"
-                        + "environment variable TIDEMARK_<KEY> (upper case, dots and dashes as underscores):%n")
+        cl.getCommandSpec().usageMessage().footerHeading("%nAlso: tidemark cluster start|status|stop, a local Spark standalone cluster (ops/spark-cluster --help).%n"
+                        + "%nSettings, with their defaults: --set KEY=VALUE, a line KEY=VALUE in the --config file, the%n"
+                        + "environment variable TIDEMARK_<KEY> (upper case, dots and dashes as underscores), or under spark-submit%n"
+                        + "--conf spark.tidemark.<KEY>=VALUE:%n")
                 .footer(settingsHelp().replace("%", "%%"));
         for (CommandLine sub : allSubcommands(cl)) {
             sub.getCommandSpec().usageMessage().footer(

@@ -153,21 +153,28 @@ public final class StreamingJob {
 
     /** Entry point for spark-submit: arguments are {@code key=value} settings. */
     public static void main(String[] args) throws Exception {
-        TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
         boolean availableNow = false;
-        for (String a : args) {
-            if (a.equals("--available-now")) {
-                availableNow = true;
-                continue;
+        TidemarkConfig config;
+        try {
+            TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
+            for (String a : args) {
+                if (a.equals("--available-now")) {
+                    availableNow = true;
+                    continue;
+                }
+                int eq = a.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("argument '" + a + "' is not key=value or --available-now");
+                }
+                b.set(a.substring(0, eq), a.substring(eq + 1));
             }
-            int eq = a.indexOf('=');
-            if (eq <= 0) {
-                System.err.println("tidemark stream: argument '" + a + "' is not key=value or --available-now");
-                System.exit(2);
-            }
-            b.set(a.substring(0, eq), a.substring(eq + 1));
+            config = b.build();
+        } catch (IllegalArgumentException e) {
+            // Bad settings (arguments, Spark's conf, environment, file): one line, exit 2, nothing started.
+            System.err.println("tidemark stream: " + e.getMessage());
+            System.exit(2);
+            return;
         }
-        TidemarkConfig config = b.build();
         try {
             run(config, availableNow);
         } catch (Throwable t) {

@@ -19,6 +19,11 @@ final class JobProcess {
         this.log = log;
     }
 
+    /** A process started elsewhere (e.g. spark-submit) whose output goes to {@code log}. */
+    static JobProcess of(Process process, Path log) {
+        return new JobProcess(process, log);
+    }
+
     static JobProcess start(Class<?> mainClass, List<String> args, Map<String, String> systemProperties, Path log) throws Exception {
         return start(mainClass, args, systemProperties, log, null);
     }

@@ -1,0 +1,209 @@
+package io.tidemark.tests;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import io.tidemark.generate.GenerationReport;
+import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.reconcile.ReconcileJob;
+
+/**
+ * Both jobs on a real Spark standalone cluster (ops/spark-cluster: a master and two workers, each its
+ * own JVM), submitted with spark-submit and configured through {@code --conf spark.tidemark.*}. The
+ * stream drains a topic while two of its executor JVMs are SIGKILLed in the middle of a batch (a task
+ * running on each) and the workers start new ones; a reconcile submitted to the same cluster while
+ * the stream runs replaces a closed day. Afterwards conservation holds exactly, with no duplicate
+ * and no loss, and every reconciled day equals plain SQL over the raw log.
+ */
+class StandaloneClusterTest {
+    static SharedInfrastructure infra;
+
+    @RegisterExtension
+    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
+
+    @Test
+    void bothJobsOnTheClusterSurviveExecutorKillsExactly() throws Exception {
+        Path dir = infra.newDir("cluster");
+        String topic = "cluster-" + dir.getFileName();
+        infra.broker.createTopic(topic, 2);
+        // 6,000 records over 40 hours of event time, 750 per batch (5 hours each): days close while the
+        // stream drains the backlog. Late records come 10 to 20 hours (2 to 4 batches) after their time,
+        // so they are late whatever the batch boundaries, and some of the reconciled day's come before
+        // the reconcile reads it, some after.
+        long count = 6_000;
+        double spanSeconds = 40 * 3600;
+        TrafficSpec spec = TrafficSpec.builder().topic(topic).count(count).ratePerSecond(0).ingestMode(IngestMode.BACKLOG)
+                .eventClockStart(Instant.now().minusSeconds((long) spanSeconds).truncatedTo(ChronoUnit.SECONDS))
+                .eventsPerSecondOfEventTime(count / spanSeconds)
+                .cells(20).subscribers(500).lateFraction(0.03).lateDelay(Duration.ofHours(10), Duration.ofHours(20))
+                .invalidFraction(0.01).seed(17).build();
+        GenerationReport produced = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of()).produce(spec, p -> { });
+        TidemarkConfig config = infra.config(dir, topic).build();
+        Lakehouse lakehouse = Lakehouse.of(config);
+        Map<String, String> settings = new LinkedHashMap<>();
+        settings.put("kafka.bootstrap-servers", config.bootstrapServers());
+        settings.put("topic", topic);
+        settings.put("lakehouse", config.lakehouseUri());
+        settings.put("stream.checkpoint", config.checkpointUri());
+        settings.put("metrics.port", "0");
+        settings.put("stream.trigger", "0");
+        settings.put("stream.max-offsets-per-trigger", "750");
+
+        try (StandaloneCluster cluster = StandaloneCluster.start(dir.resolve("cluster"))) {
+            StandaloneCluster.Result status = cluster.status();
+            assertThat(status.code()).as(status.output()).isZero();
+            assertThat(status.output()).contains("master   " + cluster.masterUrl).contains("workers  2 alive of 2 started; cores 0 used of 4");
+
+            int streamUi = PrometheusServer.freePort();
+            JobProcess stream = cluster.submit("io.tidemark.stream.StreamingJob", 2, streamUi, settings, List.of(), dir.resolve("stream.log"));
+            Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
+            awaitTrue("the stream's first batch", 300, stream, 200, () -> commits(progressLog) >= 2);
+            String app = StandaloneCluster.appId(streamUi);
+
+            // Two executor JVMs SIGKILLed, each while it runs a task of a batch, in different batches.
+            List<String> killed = new ArrayList<>();
+            for (int k = 0; k < 2; k++) {
+                long progressBefore = commits(progressLog);
+                Set<String> known = new TreeSet<>(StandaloneCluster.executors(streamUi).keySet());
+                String[] victim = new String[1];
+                awaitTrue("an executor running a task", 120, stream, 20, () -> {
+                    try {
+                        for (JsonNode e : StandaloneCluster.executors(streamUi).values()) {
+                            if (e.get("isActive").asBoolean() && e.get("activeTasks").asInt() > 0) {
+                                Optional<Long> pid = StandaloneCluster.executorPid(app, e.get("id").asText());
+                                if (pid.isPresent() && ProcessHandle.of(pid.get()).map(ProcessHandle::destroyForcibly).orElse(false)) {
+                                    victim[0] = e.get("id").asText();
+                                    return true;
+                                }
+                            }
+                        }
+                        return false;
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                killed.add(victim[0]);
+                // The worker sees its executor die and the master has it start a new one; the batch goes on.
+                awaitTrue("a new executor after killing executor " + victim[0], 120, stream, () -> {
+                    try {
+                        return StandaloneCluster.executors(streamUi).entrySet().stream()
+                                .anyMatch(e -> !known.contains(e.getKey()) && e.getValue().get("isActive").asBoolean());
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                awaitTrue("a batch committed after kill " + (k + 1), 300, stream, 200, () -> commits(progressLog) > progressBefore);
+            }
+
+            // A reconcile on the same cluster while the stream runs: the most recent closed day, once there is one.
+            awaitTrue("a closed day", 600, stream, () -> ClosedDays.load(infra.spark, lakehouse).lastClosed().isPresent());
+            LocalDate day = ClosedDays.load(infra.spark, lakehouse).lastClosed().orElseThrow();
+            long progressAtSubmit = commits(progressLog);
+            JobProcess reconcile = cluster.submit("io.tidemark.reconcile.ReconcileJob", 2, PrometheusServer.freePort(),
+                    Map.of("lakehouse", config.lakehouseUri()), List.of("--from", day.toString(), "--to", day.toString()),
+                    dir.resolve("reconcile.log"));
+            assertThat(reconcile.await(600)).as("reconcile on the cluster\n%s", reconcile.tail()).isZero();
+            assertThat(stream.process.isAlive()).as("the stream runs on while the reconcile does").isTrue();
+            java.util.regex.Matcher folded = java.util.regex.Pattern.compile("reconcile " + day + " \\[1/1\\]: .*; ([\\d,]+) late folded in; replaced")
+                    .matcher(String.join("\n", reconcile.lines()));
+            assertThat(folded.find()).as("the reconcile's line for %s\n%s", day, reconcile.tail()).isTrue();
+            long foldedIn = Long.parseLong(folded.group(1).replace(",", ""));
+            assertThat(foldedIn).as("late records of %s the reconcile folded in", day).isPositive();
+            long progressDuringReconcile = commits(progressLog) - progressAtSubmit;
+
+            awaitTrue("the stream draining the topic", 600, stream, () -> TableChecks.rowCounts(infra.spark, lakehouse,
+                    List.of(Table.RAW_EVENTS, Table.DEAD_LETTER)).values().stream().mapToLong(Long::longValue).sum() == produced.messages());
+            Map<String, JsonNode> executors = StandaloneCluster.executors(streamUi);
+            stream.process.destroy(); // SIGTERM: the query stops after its running batch
+            stream.await(120);
+
+            // Two executors were lost with a signal's exit code and replaced: four in all for two slots.
+            assertThat(executors).hasSizeGreaterThanOrEqualTo(4);
+            for (String id : killed) {
+                assertThat(executors.get(id).get("isActive").asBoolean()).isFalse();
+                assertThat(executors.get(id).path("removeReason").asText()).as("executor %s", id).contains("137");
+            }
+            assertThat(String.join("\n", stream.lines())).as("a task was lost with the killed executors").contains("ExecutorLostFailure");
+
+            // Late records of the reconciled day that arrived after the reconcile read it leave it dirty: fold them in, on the cluster.
+            List<LocalDate> dirty = new ReconcileJob(infra.spark, config).dirtyDays();
+            if (!dirty.isEmpty()) {
+                JobProcess again = cluster.submit("io.tidemark.reconcile.ReconcileJob", 2, PrometheusServer.freePort(),
+                        Map.of("lakehouse", config.lakehouseUri()), List.of("--dirty"), dir.resolve("reconcile-dirty.log"));
+                assertThat(again.await(600)).as("reconcile --dirty\n%s", again.tail()).isZero();
+            }
+            System.out.printf("cluster run: %d records, executors killed %s, %d batches committed during the reconcile of %s (%d late folded in), dirty afterwards %s%n",
+                    produced.messages(), killed, progressDuringReconcile, day, foldedIn, dirty);
+
+            ConservationCheck.Report report = ConservationCheck.check(infra.spark, lakehouse, config.window(), produced.messages());
+            assertThat(report.violations()).isEmpty();
+            assertThat(report.duplicates()).isZero();
+            assertThat(report.rawEvents()).isEqualTo(produced.valid());
+            assertThat(report.deadLetters()).isEqualTo(produced.invalid());
+            List<LocalDate> reconciled = infra.spark.sql("SELECT DISTINCT event_date FROM " + lakehouse.ref(Table.RECONCILE_REPORT) + " ORDER BY 1")
+                    .collectAsList().stream().map(r -> r.getDate(0).toLocalDate()).toList();
+            assertThat(reconciled).contains(day);
+            assertThat(TableChecks.closedDaysAgainstPlainSql(infra.spark, lakehouse, reconciled)).isEmpty();
+            assertThat(new ReconcileJob(infra.spark, config).dirtyDays()).isEmpty();
+            cluster.close();
+            assertThat(cluster.executorJvms()).as("executor JVMs left after ops/spark-cluster stop").isZero();
+            assertThat(cluster.status().code()).isEqualTo(5);
+        }
+    }
+
+    private static void awaitTrue(String what, long seconds, JobProcess job, BooleanSupplier condition) throws Exception {
+        awaitTrue(what, seconds, job, 1000, condition);
+    }
+
+    private static void awaitTrue(String what, long seconds, JobProcess job, long pollMillis, BooleanSupplier condition) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000;
+        while (!condition.getAsBoolean()) {
+            if (!job.process.isAlive()) {
+                throw new AssertionError("the job ended while waiting for " + what + "\n" + job.tail());
+            }
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("no " + what + " in " + seconds + " s\n" + job.tail());
+            }
+            Thread.sleep(pollMillis);
+        }
+    }
+
+    private static long commits(Path deltaLog) {
+        if (!Files.isDirectory(deltaLog)) {
+            return 0;
+        }
+        try (var s = Files.list(deltaLog)) {
+            return s.filter(p -> p.getFileName().toString().endsWith(".json")).count();
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
