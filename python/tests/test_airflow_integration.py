@@ -251,6 +251,47 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
 # A second Delta implementation: deltalake (delta-rs) reads the same numbers as Spark
 # ------------------------------------------------------------------------------------------------
 
+def test_dag_submits_reconcile_to_a_standalone_cluster(world, tmp_path):
+    """The spark_default connection names a spark:// master: the DAG's reconcile runs on a real standalone
+    cluster (ops/spark-cluster: a master and two workers, each its own JVM) and replaces the day exactly."""
+    lakehouse = world.copy()
+    day = world.best_closed_day()
+    cluster_dir = tmp_path / "cluster"
+    port, ui_port = testing.free_port(), testing.free_port()
+    script = str(testing.REPO / "ops" / "spark-cluster")
+    started = testing.run([script, "start", "--dir", str(cluster_dir), "--workers", "2", "--cores", "1", "--memory", "1g",
+                           "--port", str(port), "--ui-port", str(ui_port)], env=dict(os.environ), timeout=180)
+    assert f"spark://127.0.0.1:{port} up with 2 workers" in started.stdout
+    try:
+        home = tmp_path / "airflow"
+        home.mkdir()
+        env = testing.airflow_base_env(home)
+        env["TIDEMARK_JOBS_JAR"] = str(world.jar)
+        env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": port})
+        testing.migrate_db(env)
+        result = testing.dag_test(env, {"from_date": day, "to_date": day, "include_dirty": False, "maintain": False,
+                                        "report": False, "drift_threshold": THRESHOLD_OK, "lakehouse": str(lakehouse)})
+        print(f"dag.test on the cluster: {result.state} {result.tasks} in {result.seconds:.0f} s")
+        assert result.state == "success", result.output[-8000:]
+        assert result.tasks["reconcile_selection"] == "success" and result.tasks["check_drift"] == "success", result.tasks
+        master = requests.get(f"http://127.0.0.1:{ui_port}/json/", timeout=10).json()
+    finally:
+        testing.run([script, "stop", "--dir", str(cluster_dir)], env=dict(os.environ), timeout=120, check=False)
+    # The master ran it: one finished application, the reconcile, on executors of its workers.
+    assert [(a["name"], a["state"]) for a in master["completedapps"]] == [("tidemark-reconcile", "FINISHED")], master
+    assert master["activeapps"] == []
+    run_id = result.xcom["reconcile_selection.return_value"]["run_id"]
+    rows = [r for r in summary_rows(lakehouse) if r["run_id"] == run_id]
+    assert [r["day"] for r in rows] == [day]
+    assert rows[0]["batch_count"] == world.raw[day]["n"]
+    assert rows[0]["late_records"] == rows[0]["batch_count"] - rows[0]["stream_count"] == world.raw[day]["late"] > 0
+    assert kpi_sources(lakehouse)[day] == {"batch"}
+    counts = {r["day"]: r["n"] for r in testing.query(
+        lakehouse, "SELECT CAST(event_date AS VARCHAR) AS day, sum(record_count) AS n FROM k GROUP BY event_date",
+        k="kpi_5m")}
+    assert counts[day] == world.raw[day]["n"]
+
+
 def test_deltalake_and_spark_read_the_same_numbers(world, tmp_path):
     """kpi_5m per (day, source, is_final) and raw_events per day, from deltalake and from Spark
     (`tidemark sql`), on a lakehouse with stream rows, one reconciled day and late records."""
