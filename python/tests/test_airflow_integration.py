@@ -68,11 +68,9 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> World:
+def world(tmp_path_factory, speed_layer) -> World:
     root = tmp_path_factory.mktemp("tidemark-world")
-    build = testing.build_lakehouse(root / "speed-layer")
-    print(f"\nspeed layer: lakehouse built in {build.seconds:.0f} s\n{build.output}")
-    w = World(root, build.lakehouse)
+    w = World(root, testing.copy_lakehouse(speed_layer.lakehouse, root / "speed-layer" / "lakehouse"))
     print(f"last closed day {w.progress.last_closed_day} (batch {w.progress.batch_id}); closed {w.closed}; "
           f"open {w.open}; raw {w.raw}")
     assert w.closed, f"no closed day with data: {w.raw}, {w.progress}"

@@ -128,11 +128,9 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> World:
+def world(tmp_path_factory, speed_layer) -> World:
     root = tmp_path_factory.mktemp("read-without-spark")
-    build = testing.build_lakehouse(root / "speed-layer")
-    print(f"\nspeed layer: lakehouse built in {build.seconds:.0f} s")
-    lakehouse = build.lakehouse
+    lakehouse = testing.copy_lakehouse(speed_layer.lakehouse, root / "speed-layer" / "lakehouse")
     progress = testing.query(lakehouse, "SELECT CAST(last_closed_day AS VARCHAR) AS d FROM p "
                                         "ORDER BY batch_id DESC LIMIT 1", p="stream_progress")[0]["d"]
     raw = {r["day"]: r for r in testing.query(
