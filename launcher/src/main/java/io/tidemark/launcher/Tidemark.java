@@ -41,6 +41,7 @@ import picocli.CommandLine.Spec;
                 StatusCommand.class,
                 ReportCommand.class,
                 SqlCommand.class,
+                CatalogCommand.class,
         })
 public final class Tidemark implements Callable<Integer> {
 
