@@ -105,6 +105,8 @@ public final class CatalogRegistration {
             confs.put("spark.hadoop.javax.jdo.option.ConnectionURL", derbyUrl(d.dir()));
             // Managed tables of other databases (and 'default', which the metastore creates) land here, not in the working directory.
             confs.put("spark.sql.warehouse.dir", d.dir().resolve("warehouse").toString());
+            // Hive retries opening its store 10 times, 2 s apart: pointless for a local database another JVM holds.
+            confs.put("spark.hadoop.hive.hmshandler.retry.attempts", "1");
         } else if (m instanceof TidemarkConfig.ThriftUris t) {
             confs.put("spark.sql.catalogImplementation", "hive");
             confs.put("spark.hadoop.hive.metastore.uris", t.uris());
@@ -154,6 +156,18 @@ public final class CatalogRegistration {
                     + "(embedded Derby) or thrift://host:port, or run with Spark's Hive configuration (spark.sql.catalogImplementation=hive "
                     + "and hive-site.xml)");
         }
+    }
+
+    /**
+     * Whether {@code failure} is Derby failing to open the metastore's database. Its cause (SQLState XSDB6,
+     * another JVM has booted it: an embedded metastore admits one session at a time, e.g. a {@code spark-sql}
+     * still running on it) is a chained SQLException that Hive's and DataNucleus's wrappers do not pass on,
+     * so only the outer message tells.
+     */
+    public static boolean derbyInUse(Throwable failure) {
+        java.io.StringWriter trace = new java.io.StringWriter();
+        failure.printStackTrace(new java.io.PrintWriter(trace));
+        return trace.toString().contains("Failed to start database") || trace.toString().contains("Another instance of Derby");
     }
 
     /** What the catalog holds under one of Tidemark's names. */
@@ -211,6 +225,7 @@ public final class CatalogRegistration {
                     + "tidemark sql creates the tables)");
         }
         List<String> problems = new ArrayList<>();
+        List<String> elsewhere = new ArrayList<>();
         Map<Lakehouse.Table, Optional<Entry>> tables = new LinkedHashMap<>();
         boolean dbExists = spark.catalog().databaseExists(DATABASE);
         for (Lakehouse.Table t : Lakehouse.Table.values()) {
@@ -224,9 +239,12 @@ public final class CatalogRegistration {
                 problems.add(t.sqlName() + " exists as a " + x.type() + (x.type().equals("VIEW") ? "" : " table at " + x.location())
                         + ", not Tidemark's; drop or rename it first");
             } else if (!replace) {
-                problems.add(t.sqlName() + " is registered at " + x.location() + ", not at " + lakehouse.path(t)
-                        + " (another lakehouse?); pass --replace to point it here");
+                elsewhere.add(t.sqlName() + " is registered at " + x.location() + ", not at " + lakehouse.path(t) + " (another lakehouse?)");
             }
+        }
+        if (!elsewhere.isEmpty()) {
+            problems.add(0, elsewhere.get(0) + (elsewhere.size() == 1 ? "; pass --replace to point it here"
+                    : ", and so are " + (elsewhere.size() - 1) + " more tables; pass --replace to point them here"));
         }
         Map<View, Optional<Entry>> existingViews = new LinkedHashMap<>();
         for (View v : views) {
@@ -369,6 +387,10 @@ public final class CatalogRegistration {
         return lines;
     }
 
+    /** The one line for {@link #derbyInUse}. */
+    public static final String IN_USE = "the embedded Derby metastore could not be opened, most likely because another JVM uses it "
+            + "(a spark-sql, a notebook, the Thrift server?): it admits one at a time; stop that session and run this again";
+
     private static final String USAGE = """
             Usage: spark-submit --class io.tidemark.lakehouse.CatalogRegistration tidemark-spark-jobs.jar \\
                      [register [--replace] | status | drop] [key=value ...]
@@ -435,10 +457,15 @@ public final class CatalogRegistration {
         } catch (Refused | IllegalArgumentException e) {
             status = 2;
             message = e.getMessage();
-        } catch (RuntimeException e) {
-            e.printStackTrace();
-            status = 1;
-            message = e.getMessage();
+        } catch (Exception e) { // AnalysisException is checked, and thrown undeclared
+            if (derbyInUse(e)) {
+                status = 2;
+                message = IN_USE;
+            } else {
+                e.printStackTrace();
+                status = 1;
+                message = e.getMessage();
+            }
         } finally {
             if (spark != null) {
                 spark.stop();

@@ -33,7 +33,8 @@ final class CatalogCommand extends TidemarkCommand {
         String metastore;
 
         /** Runs {@code body} in a Spark session on the metastore and prints its lines. */
-        int run(String appName, java.util.function.BiFunction<CatalogRegistration, SparkSession, List<String>> body, boolean statusExit) {
+        int run(String appName, java.util.function.BiFunction<CatalogRegistration, SparkSession, List<String>> body, boolean statusExit)
+                throws Exception {
             Map<String, String> flags = new HashMap<>();
             flags.put(TidemarkConfig.Key.CATALOG_METASTORE.name, metastore);
             TidemarkConfig config = config(flags);
@@ -53,6 +54,12 @@ final class CatalogCommand extends TidemarkCommand {
                 return Tidemark.OK;
             } catch (CatalogRegistration.Refused e) {
                 throw new UserError(e.getMessage(), e);
+            } catch (Exception e) {
+                // (Spark's AnalysisException, which wraps Hive's failures, is a checked exception that Scala throws undeclared.)
+                if (m instanceof TidemarkConfig.DerbyDirectory && CatalogRegistration.derbyInUse(e)) {
+                    throw new UserError(CatalogRegistration.IN_USE + " (" + ((TidemarkConfig.DerbyDirectory) m).dir() + ")", e);
+                }
+                throw e;
             } finally {
                 spark.stop();
             }
@@ -79,7 +86,7 @@ final class CatalogCommand extends TidemarkCommand {
         boolean replace;
 
         @Override
-        public Integer call() {
+        public Integer call() throws Exception {
             return run("tidemark-catalog-register", (r, spark) -> r.register(spark, replace), false);
         }
     }
@@ -89,7 +96,7 @@ final class CatalogCommand extends TidemarkCommand {
                     + "lakehouse and every view is current.")
     static final class Status extends MetastoreCommand {
         @Override
-        public Integer call() {
+        public Integer call() throws Exception {
             return run("tidemark-catalog-status", (r, spark) -> r.status(spark), true);
         }
     }
@@ -99,7 +106,7 @@ final class CatalogCommand extends TidemarkCommand {
                     + "The Delta tables' files stay.")
     static final class Drop extends MetastoreCommand {
         @Override
-        public Integer call() {
+        public Integer call() throws Exception {
             return run("tidemark-catalog-drop", (r, spark) -> r.drop(spark), false);
         }
     }
