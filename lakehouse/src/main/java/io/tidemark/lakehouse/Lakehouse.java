@@ -60,10 +60,26 @@ public final class Lakehouse {
      * existing table is only registered, and its schema must match the definition.
      */
     public void createAndRegister(SparkSession spark) {
+        createTables(spark, true);
+        for (String statement : statements("views.sql")) {
+            spark.sql(statement);
+        }
+    }
+
+    /**
+     * Creates the tables that do not exist yet at this lakehouse (by path) and adds the nullable columns
+     * {@code sql/tables.sql} has gained since a table was created; with {@code register}, also points
+     * {@code tidemark.<table>} of this session's catalog at each. Without it, no catalog object is
+     * touched (not even the database).
+     */
+    void createTables(SparkSession spark, boolean register) {
         for (String statement : statements("tables.sql")) {
             java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
             if (!m.find()) {
-                spark.sql(statement);
+                if (register) {
+                    // CREATE DATABASE: the session's own catalog. Registration in a metastore creates it with a location first.
+                    spark.sql(statement);
+                }
                 continue;
             }
             Table table = Table.valueOf(m.group(1).toUpperCase(Locale.ROOT));
@@ -78,12 +94,11 @@ public final class Lakehouse {
                 }
             }
             addMissingColumns(spark, table);
-            // ...then point the SQL name at it (a session may have registered another lakehouse before).
-            spark.sql("DROP TABLE IF EXISTS " + table.sqlName());
-            spark.sql("CREATE TABLE " + table.sqlName() + " USING delta LOCATION '" + path(table) + "'");
-        }
-        for (String statement : statements("views.sql")) {
-            spark.sql(statement);
+            if (register) {
+                // ...then point the SQL name at it (a session may have registered another lakehouse before).
+                spark.sql("DROP TABLE IF EXISTS " + table.sqlName());
+                spark.sql("CREATE TABLE " + table.sqlName() + " USING delta LOCATION '" + path(table) + "'");
+            }
         }
     }
 

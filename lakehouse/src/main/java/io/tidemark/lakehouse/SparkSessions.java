@@ -13,6 +13,11 @@ public final class SparkSessions {
      * to Spark's own configuration.
      */
     public static SparkSession create(TidemarkConfig config, String appName) {
+        return create(config, appName, java.util.Map.of());
+    }
+
+    /** As {@link #create(TidemarkConfig, String)}, with {@code extra} Spark settings applied last (e.g. a Hive metastore's). */
+    public static SparkSession create(TidemarkConfig config, String appName, java.util.Map<String, String> extra) {
         SparkSession.Builder b = SparkSession.builder().appName(appName);
         boolean submitted = System.getProperty("spark.master") != null;
         if (!submitted) {
@@ -35,6 +40,7 @@ public final class SparkSessions {
                 .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
                 .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
                 .config("spark.sql.adaptive.enabled", "true");
+        extra.forEach(b::config);
         return b.getOrCreate();
     }
 }

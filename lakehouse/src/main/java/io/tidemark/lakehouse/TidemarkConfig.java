@@ -64,7 +64,11 @@ public final class TidemarkConfig {
         RETENTION_LATE_DAYS("retention.late-days", "0", "The same for late_events (reconciled, not dirty days only); 0 = keep every day."),
         RETENTION_DEAD_LETTER_DAYS("retention.dead-letter-days", "0", "The same for dead_letter, by arrival_date (closed days only); 0 = keep every day."),
         RETENTION_KPI_DAYS("retention.kpi-days", "0", "The same for kpi_5m, only for days whose raw_events are already deleted (else reconcile "
-                + "would rebuild them): needs retention.raw-days, and at least as many days; 0 = keep every day.");
+                + "would rebuild them): needs retention.raw-days, and at least as many days; 0 = keep every day."),
+        CATALOG_METASTORE("catalog.metastore", "", "Hive metastore that tidemark catalog register writes the tables and views to: "
+                + "a local directory (an embedded Derby metastore, <dir>/metastore_db, for one machine) or thrift://host:port (a shared "
+                + "metastore; several comma-separated); empty = Spark's own configuration (hive-site.xml, spark-defaults). The jobs "
+                + "never use it: they keep a catalog per session.");
 
         public final String name;
         public final String defaultValue;
@@ -222,6 +226,7 @@ public final class TidemarkConfig {
                 case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
                 case METRICS_PORT -> metricsPort();
                 case FAIL_ON_DATA_LOSS -> bool(k);
+                case CATALOG_METASTORE -> metastore();
                 default -> {
                     if (get(k).isBlank()) {
                         throw new IllegalArgumentException(k.name + " must not be empty");
@@ -287,6 +292,54 @@ public final class TidemarkConfig {
     public boolean failOnDataLoss() { return bool(Key.FAIL_ON_DATA_LOSS); }
     public String sparkMaster() { return get(Key.SPARK_MASTER); }
     public String metricsHost() { return get(Key.METRICS_HOST); }
+
+    /** Where {@code tidemark catalog} registers the tables: none (Spark's own configuration), a Derby directory, or thrift URIs. */
+    public sealed interface Metastore permits SparkDefault, DerbyDirectory, ThriftUris {
+    }
+
+    /** catalog.metastore is empty: whatever Spark's configuration (hive-site.xml, spark-defaults) says. */
+    public record SparkDefault() implements Metastore {
+    }
+
+    /** An embedded Derby metastore in {@code dir} (its database is {@code dir/metastore_db}). */
+    public record DerbyDirectory(Path dir) implements Metastore {
+    }
+
+    /** A metastore service, as Hive's {@code hive.metastore.uris} (comma-separated {@code thrift://host:port}). */
+    public record ThriftUris(String uris) implements Metastore {
+    }
+
+    public Metastore metastore() {
+        String v = get(Key.CATALOG_METASTORE).trim();
+        if (v.isEmpty()) {
+            return new SparkDefault();
+        }
+        if (v.contains("://")) {
+            java.util.List<String> uris = new java.util.ArrayList<>();
+            for (String part : v.split(",")) {
+                String u = part.trim();
+                java.net.URI uri;
+                try {
+                    uri = new java.net.URI(u);
+                } catch (java.net.URISyntaxException e) {
+                    uri = null;
+                }
+                if (uri == null || !"thrift".equalsIgnoreCase(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 1
+                        || uri.getPort() > 65_535 || (uri.getPath() != null && !uri.getPath().isEmpty())) {
+                    throw new IllegalArgumentException("setting " + Key.CATALOG_METASTORE.name + " = '" + v + "': '" + u
+                            + "' is not thrift://host:port (a metastore URI), and a Derby metastore needs a local directory, not a URL");
+                }
+                uris.add(u);
+            }
+            return new ThriftUris(String.join(",", uris));
+        }
+        if (v.contains(";") || v.contains(":")) {
+            // ';' and ':' would change the meaning of Derby's JDBC URL (jdbc:derby:;databaseName=...;create=true).
+            throw new IllegalArgumentException("setting " + Key.CATALOG_METASTORE.name + " = '" + v
+                    + "': a Derby metastore directory must not contain ';' or ':'; a metastore service is thrift://host:port");
+        }
+        return new DerbyDirectory(Path.of(v).toAbsolutePath().normalize());
+    }
 
     /** The metrics endpoint's port; 0 = none. */
     public int metricsPort() {

@@ -41,6 +41,7 @@ import picocli.CommandLine.Spec;
                 StatusCommand.class,
                 ReportCommand.class,
                 SqlCommand.class,
+                CatalogCommand.class,
         })
 public final class Tidemark implements Callable<Integer> {
 
@@ -171,7 +172,7 @@ public final class Tidemark implements Callable<Integer> {
     static String settingsHelp() {
         StringBuilder sb = new StringBuilder();
         for (TidemarkConfig.Key k : TidemarkConfig.Key.values()) {
-            sb.append("  ").append(k.name).append(" = ").append(k.defaultValue).append('\n');
+            sb.append("  ").append(k.name).append(" = ").append(k.defaultValue.isEmpty() ? "(empty)" : k.defaultValue).append('\n');
             wrap(sb, k.doc);
         }
         sb.append("  ").append(TidemarkConfig.KAFKA_OPTION_PREFIX).append("<name>\n");

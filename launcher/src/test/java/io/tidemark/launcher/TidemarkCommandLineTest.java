@@ -52,7 +52,8 @@ class TidemarkCommandLineTest {
         List<List<String>> paths = new ArrayList<>();
         collect(root, new ArrayList<>(), paths);
         assertThat(paths).extracting(p -> String.join(" ", p)).contains(
-                "", "demo", "broker", "broker start", "broker stop", "broker status", "generate", "stream", "reconcile", "status", "report", "sql");
+                "", "demo", "broker", "broker start", "broker stop", "broker status", "generate", "stream", "reconcile", "status", "report", "sql",
+                "catalog", "catalog register", "catalog status", "catalog drop");
         for (List<String> path : paths) {
             CommandLine cl = root;
             for (String name : path) {
@@ -112,6 +113,26 @@ class TidemarkCommandLineTest {
         assertBadInput(run("--set", "no-equals-sign", "stream"), "tidemark stream", "KEY=VALUE");
         assertBadInput(run("--set", "window=7 minutes", "sql", "SELECT 1"), "tidemark sql", "window");
         assertBadInput(run("--set", "lateness=soon", "demo"), "tidemark demo", "lateness");
+    }
+
+    @Test
+    void catalogRefusesAMissingOrMalformedMetastoreBeforeStartingSpark() {
+        assertBadInput(run("catalog"), "tidemark catalog", "register", "status", "drop");
+        assertBadInput(run("catalog", "register"), "tidemark catalog register", "--metastore DIR", "thrift://host:port");
+        assertBadInput(run("catalog", "register", "--metastore", "http://hms:9083"), "tidemark catalog register", "'http://hms:9083' is not thrift://host:port");
+        assertBadInput(run("catalog", "status", "--metastore", "thrift://hms"), "tidemark catalog status", "thrift://host:port");
+        assertBadInput(run("--set", "catalog.metastore=/tmp/ms;create=false", "catalog", "drop"), "tidemark catalog drop", "must not contain ';'");
+        assertBadInput(run(Map.of("TIDEMARK_CATALOG_METASTORE", "thrift://hms:99999"), "catalog", "register"), "tidemark catalog register",
+                "catalog.metastore");
+        assertBadInput(run("catalog", "status", "--replace", "--metastore", "/tmp/ms"), "tidemark catalog status", "--replace");
+    }
+
+    @Test
+    void everySettingIsInTheSettingsTableOfTheDocs() throws Exception {
+        String docs = Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("docs/commands.md"));
+        for (TidemarkConfig.Key k : TidemarkConfig.Key.values()) {
+            assertThat(docs).as("docs/commands.md lists %s", k.name).contains("| `" + k.name + "` |");
+        }
     }
 
     @Test
