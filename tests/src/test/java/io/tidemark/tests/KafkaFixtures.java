@@ -10,7 +10,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
-/** Sends crafted records with explicit Kafka timestamps, in order, to one partition. */
+/** Sends crafted records with explicit Kafka timestamps, in order, to one partition (0 unless given). */
 final class KafkaFixtures {
     private KafkaFixtures() {
     }
@@ -19,6 +19,10 @@ final class KafkaFixtures {
     }
 
     static void send(String bootstrap, String topic, List<Message> messages) throws Exception {
+        send(bootstrap, topic, 0, messages);
+    }
+
+    static void send(String bootstrap, String topic, int partition, List<Message> messages) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -27,7 +31,7 @@ final class KafkaFixtures {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
             for (Message m : messages) {
                 byte[] value = m.value() == null ? null : m.value().getBytes(StandardCharsets.UTF_8);
-                producer.send(new ProducerRecord<>(topic, 0, m.kafkaTimestamp().toEpochMilli(), null, value)).get();
+                producer.send(new ProducerRecord<>(topic, partition, m.kafkaTimestamp().toEpochMilli(), null, value)).get();
             }
         }
     }
