@@ -252,19 +252,7 @@ final class StatusCommand extends TidemarkCommand {
                     BatchLine.watermark(r.nextWatermark()).trim(), Formats.instant(r.maxEventTsSeen()));
             say("freshness   %s (batch end minus the newest event time seen)",
                     r.freshnessMs() == null ? "unknown" : Formats.duration(r.freshnessMs()));
-            Map<Integer, WatermarkLedger.PartitionClock> clocks = r.partitionClocks();
-            PartitionSkew skew = PartitionSkew.of(clocks);
-            if (skew != null) {
-                long latenessMs = x.config().lateness().toMillis();
-                StringBuilder line = new StringBuilder();
-                clocks.forEach((p, c) -> {
-                    long behind = skew.behindByPartition().get(p);
-                    line.append(line.length() == 0 ? "" : "; ").append(p).append(": ").append(Formats.instant(Instant.ofEpochMilli(c.maxEventMs())))
-                            .append(behind == 0 ? " (leading)" : ", " + Formats.duration(behind) + " behind"
-                                    + (behind > latenessMs ? " (more than the lateness)" : ""));
-                });
-                say("partitions  newest event time per Kafka partition: %s", line);
-            }
+            partitionsLine(r.partitionClocks(), x.config().lateness()).ifPresent(line -> say("%s", line));
             Throughput t = Throughput.of(f.recent());
             say("throughput  last %d batches: %s records, %s while processing, %s over %s of wall time",
                     t.batches(), Formats.count(t.records()), Formats.rate(t.busyRate()), Formats.rate(t.wallRate()), Formats.duration(t.wallMs()));
@@ -336,6 +324,26 @@ final class StatusCommand extends TidemarkCommand {
         StringJoiner j = new StringJoiner(", ");
         lag.perPartition().forEach((p, n) -> j.add("partition " + p + ": " + Formats.count(n)));
         return j.toString();
+    }
+
+    /**
+     * The status line of partition skew: each Kafka partition's newest event time and how far it
+     * trails the leading one, flagged when more than the lateness. Empty when no partition has had a
+     * valid record (or the batch predates partition clocks).
+     */
+    static Optional<String> partitionsLine(Map<Integer, WatermarkLedger.PartitionClock> clocks, Duration lateness) {
+        PartitionSkew skew = PartitionSkew.of(clocks);
+        if (skew == null) {
+            return Optional.empty();
+        }
+        StringJoiner line = new StringJoiner("; ", "partitions  newest event time per Kafka partition: ", "");
+        clocks.forEach((p, c) -> {
+            long behind = skew.behindByPartition().get(p);
+            line.add(p + ": " + Formats.instant(Instant.ofEpochMilli(c.maxEventMs()))
+                    + (behind == 0 ? " (leading)" : ", " + Formats.duration(behind) + " behind"
+                            + (behind > lateness.toMillis() ? " (more than the lateness)" : "")));
+        });
+        return Optional.of(line.toString());
     }
 
     // ---- JSON (docs/status.schema.json: keys are stable; a new key may appear, none disappears within tidemark-status/1) ----

@@ -330,8 +330,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
                         + "idle for watermark.idle-timeout (" + QueryDefinition.human(config.watermarkIdleTimeout()) + ")";
-        LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {}, more than the lateness ({}): {}", skew.trailing(),
-                skew.leading(), QueryDefinition.human(java.time.Duration.ofMillis(skew.behindMs())), QueryDefinition.human(config.lateness()),
+        LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {} minutes, more than the lateness ({}): {}", skew.trailing(),
+                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), QueryDefinition.human(config.lateness()),
                 effect);
     }
 

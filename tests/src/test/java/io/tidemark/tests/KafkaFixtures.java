@@ -29,9 +29,14 @@ final class KafkaFixtures {
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            // In order: idempotent, one request in flight; every send is awaited before returning.
+            List<java.util.concurrent.Future<?>> sent = new java.util.ArrayList<>();
             for (Message m : messages) {
                 byte[] value = m.value() == null ? null : m.value().getBytes(StandardCharsets.UTF_8);
-                producer.send(new ProducerRecord<>(topic, partition, m.kafkaTimestamp().toEpochMilli(), null, value)).get();
+                sent.add(producer.send(new ProducerRecord<>(topic, partition, m.kafkaTimestamp().toEpochMilli(), null, value)));
+            }
+            for (java.util.concurrent.Future<?> f : sent) {
+                f.get();
             }
         }
     }
