@@ -134,6 +134,15 @@ class WatermarkPolicyTest {
                 tuple("10:50", "c0", 1L, false),
                 tuple("11:00", "c0", 1L, false));
         assertThat(run.lastClocks()).containsExactly(tuple(0, "11:00"), tuple(1, "10:10"));
+
+        // docs/tables.md's query of each partition's lag, as written there.
+        String doc = java.nio.file.Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("docs/tables.md"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("```sql\n(WITH clocks AS[^`]*inline\\(partition_clocks\\)[^`]*)```").matcher(doc);
+        assertThat(m.find()).as("docs/tables.md's partition lag query").isTrue();
+        List<Row> lag = infra.spark.sql(m.group(1).replace("tidemark.stream_progress", run.lakehouse().ref(Lakehouse.Table.STREAM_PROGRESS)))
+                .collectAsList();
+        assertThat(lag).extracting(r -> tuple(r.getInt(0), r.getTimestamp(1).toInstant().toString(), r.get(3).toString()))
+                .containsExactly(tuple(0, D + "11:00:00Z", "PT0S"), tuple(1, D + "10:10:00Z", "PT50M"));
     }
 
     @Test
