@@ -132,7 +132,9 @@ CREATE TABLE IF NOT EXISTS tidemark.stream_progress (
   classify_ms       BIGINT    NOT NULL,
   write_ms          BIGINT    NOT NULL,
   freshness_ms      BIGINT             COMMENT 'finished_at - max_event_ts_seen',
-  last_closed_day   DATE               COMMENT 'decided by the stream: every UTC day up to this one is closed (its end <= next_watermark); null while none is'
+  last_closed_day   DATE               COMMENT 'decided by the stream: every UTC day up to this one is closed (its end <= next_watermark); null while none is',
+  batch_ts          TIMESTAMP          COMMENT 'the Spark timestamp of the batch (from its offset log): the processing time watermark.idle-timeout is measured in',
+  partition_clocks  ARRAY<STRUCT<kafka_partition: INT, max_event_ts: TIMESTAMP, last_record_batch_ts: TIMESTAMP>> COMMENT 'per Kafka partition that has had a valid record: its max valid event time over this and every earlier batch, and the batch_ts of the last batch that gave it one'
 ) USING delta
 LOCATION '${lakehouse}/stream_progress'
 TBLPROPERTIES (

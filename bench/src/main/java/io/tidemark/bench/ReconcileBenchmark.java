@@ -315,6 +315,8 @@ public final class ReconcileBenchmark {
         v.putAll(java.util.Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
                 "write_ms", 0L, "freshness_ms", 0L, io.tidemark.lakehouse.ClosedDays.COLUMN,
                 Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.Watermark.of(wm)).lastClosed().orElseThrow())));
+        v.put("batch_ts", now);
+        v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);
         Dataset<Row> df = spark.createDataFrame(List.of(r), r.schema());
         df.write().format("delta").mode("append").save(l.path(Table.STREAM_PROGRESS));

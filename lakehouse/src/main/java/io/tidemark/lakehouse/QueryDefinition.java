@@ -28,30 +28,35 @@ import io.tidemark.lakehouse.TidemarkConfig.Key;
  * {@code tidemark.query.*} on {@code kpi_5m} and {@code stream_progress}.
  *
  * <p>Incompatible (refused on restart): {@code window} (kpi_5m would mix window sizes),
- * {@code lateness} (which records are late would change mid-stream), {@code topic} (the checkpoint's
- * offsets and the lakehouse's rows belong to the old topic).
+ * {@code lateness} and {@code watermark.policy} (which records are late would change mid-stream; a
+ * definition recorded before the policy existed was written under {@code spark}), {@code topic} (the
+ * checkpoint's offsets and the lakehouse's rows belong to the old topic).
  *
  * <p>Compatible: {@code clock-skew}, {@code max-event-age} and {@code max-message-bytes} are validation rules for records
- * read from now on, so they may change between batches; but not while a batch is pending replay
+ * read from now on, and {@code watermark.idle-timeout} decides the watermark of batches from now on, so they may change between batches; but not while a batch is pending replay
  * (planned in the checkpoint, not committed): a replay skips the tables that already hold the batch
  * and classifies the rest again, so a record could land in both raw_events and dead_letter.
  */
 public record QueryDefinition(Duration window, Duration lateness, String topic, Duration clockSkew, Duration maxEventAge,
-                              int maxMessageBytes) {
+                              int maxMessageBytes, String watermarkPolicy, Duration watermarkIdleTimeout) {
 
     /** The file in the checkpoint directory. */
     public static final String FILE = "tidemark-query.json";
     /** Prefix of the Delta table properties. */
     public static final String PROPERTY_PREFIX = "tidemark.query.";
 
-    private static final List<Key> INCOMPATIBLE = List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC);
-    private static final List<Key> REPLAY_SENSITIVE = List.of(Key.CLOCK_SKEW, Key.MAX_EVENT_AGE, Key.MAX_MESSAGE_BYTES);
+    private static final List<Key> INCOMPATIBLE = List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC, Key.WATERMARK_POLICY);
+    private static final List<Key> REPLAY_SENSITIVE = List.of(Key.CLOCK_SKEW, Key.MAX_EVENT_AGE, Key.MAX_MESSAGE_BYTES, Key.WATERMARK_IDLE_TIMEOUT);
+    /** What a definition recorded before a setting existed was written with. */
+    private static final Map<Key, String> BEFORE_IT_WAS_RECORDED = Map.of(Key.WATERMARK_POLICY, "spark");
+    private static final List<Key> ORDER = List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC, Key.CLOCK_SKEW, Key.MAX_EVENT_AGE,
+            Key.MAX_MESSAGE_BYTES, Key.WATERMARK_POLICY, Key.WATERMARK_IDLE_TIMEOUT);
     private static final List<Table> STAMPED = List.of(Table.KPI_5M, Table.STREAM_PROGRESS);
     private static final ObjectMapper JSON = new ObjectMapper();
 
     public static QueryDefinition of(TidemarkConfig config) {
         return new QueryDefinition(config.window(), config.lateness(), config.topic(), config.clockSkew(), config.maxEventAge(),
-                config.maxMessageBytes());
+                config.maxMessageBytes(), config.watermarkPolicy(), config.watermarkIdleTimeout());
     }
 
     /** Setting name to its canonical text (durations in ISO-8601, so "5 minutes" and "5m" agree). */
@@ -63,6 +68,8 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
         m.put(Key.CLOCK_SKEW.name, clockSkew.toString());
         m.put(Key.MAX_EVENT_AGE.name, maxEventAge.toString());
         m.put(Key.MAX_MESSAGE_BYTES.name, String.valueOf(maxMessageBytes));
+        m.put(Key.WATERMARK_POLICY.name, watermarkPolicy);
+        m.put(Key.WATERMARK_IDLE_TIMEOUT.name, watermarkIdleTimeout.toString());
         return m;
     }
 
@@ -158,7 +165,7 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
     }
 
     private static boolean compare(Key k, Recorded r, QueryDefinition now, Map<Key, String[]> changed) {
-        String old = r.settings().get(k.name);
+        String old = r.settings().getOrDefault(k.name, BEFORE_IT_WAS_RECORDED.get(k));
         String current = now.settings().get(k.name);
         if (old == null || old.equals(current)) {
             return false;
@@ -204,7 +211,7 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
 
     private static String show(Key k, String canonical) {
         return switch (k) {
-            case WINDOW, LATENESS, CLOCK_SKEW, MAX_EVENT_AGE -> human(Duration.parse(canonical));
+            case WINDOW, LATENESS, CLOCK_SKEW, MAX_EVENT_AGE, WATERMARK_IDLE_TIMEOUT -> human(Duration.parse(canonical));
             case TOPIC -> "'" + canonical + "'";
             default -> canonical;
         };
@@ -265,7 +272,7 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
 
     private static Map<String, String> sameOrder(Map<String, String> m) {
         Map<String, String> out = new LinkedHashMap<>();
-        for (Key k : List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC, Key.CLOCK_SKEW, Key.MAX_EVENT_AGE, Key.MAX_MESSAGE_BYTES)) {
+        for (Key k : ORDER) {
             if (m.containsKey(k.name)) {
                 out.put(k.name, m.get(k.name));
             }

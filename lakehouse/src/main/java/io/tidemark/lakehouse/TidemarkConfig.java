@@ -38,6 +38,13 @@ public final class TidemarkConfig {
         CHECKPOINT("stream.checkpoint", "./data/checkpoints/stream", "Checkpoint of the streaming query."),
         WINDOW("window", "5 minutes", "KPI window size (tumbling). Fixed for a checkpoint and lakehouse: a restart with another window is refused."),
         LATENESS("lateness", "10 minutes", "Allowed lateness: the watermark trails the max event time by this much. Fixed for a checkpoint and lakehouse: a restart with another lateness is refused."),
+        WATERMARK_POLICY("watermark.policy", "spark", "How the watermark is taken over Kafka partitions: spark (the max event time over all "
+                + "partitions minus the lateness, Spark's own rule) or min-partition (the minimum over the partitions that are not idle, "
+                + "so a lagging partition's records are not late for lagging). Fixed for a checkpoint and lakehouse: a restart with another "
+                + "policy is refused."),
+        WATERMARK_IDLE_TIMEOUT("watermark.idle-timeout", "1 minute", "With watermark.policy=min-partition: a partition with no valid "
+                + "record for this long (Spark's batch timestamps) stops holding the watermark back until it has records again. May change "
+                + "between runs, not while a batch is pending replay."),
         CLOCK_SKEW("clock-skew", "5 minutes", "How far event_ts may be ahead of the Kafka record timestamp before the record is invalid. May change between runs (applies to records read from then on), not while a batch is pending replay."),
         MAX_EVENT_AGE("max-event-age", "365 days", "How far event_ts may be behind the Kafka record timestamp before the record is invalid "
                 + "(PAST_EVENT_TIME): catches epoch-zero and year-1 clocks; at most 36500 days. Late records younger than this are kept. "
@@ -222,7 +229,8 @@ public final class TidemarkConfig {
     private void validate() {
         for (Key k : Key.values()) {
             switch (k) {
-                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT, VACUUM_RETENTION -> duration(k);
+                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT, VACUUM_RETENTION, WATERMARK_IDLE_TIMEOUT -> duration(k);
+                case WATERMARK_POLICY -> watermarkPolicy();
                 case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
                 case METRICS_PORT -> metricsPort();
                 case FAIL_ON_DATA_LOSS -> bool(k);
@@ -282,6 +290,15 @@ public final class TidemarkConfig {
     public Duration window() { return duration(Key.WINDOW); }
     public Duration lateness() { return duration(Key.LATENESS); }
     public Duration clockSkew() { return duration(Key.CLOCK_SKEW); }
+    public Duration watermarkIdleTimeout() { return duration(Key.WATERMARK_IDLE_TIMEOUT); }
+    /** The canonical name of watermark.policy: spark or min-partition. */
+    public String watermarkPolicy() {
+        String v = get(Key.WATERMARK_POLICY).trim().toLowerCase(Locale.ROOT);
+        if (!v.equals("spark") && !v.equals("min-partition")) {
+            throw new IllegalArgumentException("watermark.policy must be spark or min-partition; got '" + get(Key.WATERMARK_POLICY) + "'");
+        }
+        return v;
+    }
     public Duration maxEventAge() { return duration(Key.MAX_EVENT_AGE); }
     public Duration trigger() { return duration(Key.TRIGGER); }
     public Duration leaseTimeout() { return duration(Key.LEASE_TIMEOUT); }

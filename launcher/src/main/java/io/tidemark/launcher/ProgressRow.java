@@ -24,4 +24,16 @@ record ProgressRow(Row row) {
     Timestamp finishedAt() { return get("finished_at"); }
     long durationMs() { return get("duration_ms"); }
     Long freshnessMs() { return get("freshness_ms"); }
+
+    /** Each Kafka partition's event clock after this batch; empty for a row written before clocks were recorded. */
+    java.util.Map<Integer, io.tidemark.late.WatermarkLedger.PartitionClock> partitionClocks() {
+        java.util.Map<Integer, io.tidemark.late.WatermarkLedger.PartitionClock> out = new java.util.TreeMap<>();
+        if (!java.util.Arrays.asList(row.schema().fieldNames()).contains("partition_clocks") || row.isNullAt(row.fieldIndex("partition_clocks"))) {
+            return out;
+        }
+        for (Row c : row.<Row>getList(row.fieldIndex("partition_clocks"))) {
+            out.put(c.getInt(0), new io.tidemark.late.WatermarkLedger.PartitionClock(c.getTimestamp(1).getTime(), c.getTimestamp(2).getTime()));
+        }
+        return out;
+    }
 }

@@ -22,6 +22,8 @@ import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.late.PartitionSkew;
+import io.tidemark.late.WatermarkLedger;
 import io.tidemark.reconcile.Maintenance;
 import io.tidemark.stream.StreamCheckpoint;
 import picocli.CommandLine.Command;
@@ -250,6 +252,7 @@ final class StatusCommand extends TidemarkCommand {
                     BatchLine.watermark(r.nextWatermark()).trim(), Formats.instant(r.maxEventTsSeen()));
             say("freshness   %s (batch end minus the newest event time seen)",
                     r.freshnessMs() == null ? "unknown" : Formats.duration(r.freshnessMs()));
+            partitionsLine(r.partitionClocks(), x.config().lateness()).ifPresent(line -> say("%s", line));
             Throughput t = Throughput.of(f.recent());
             say("throughput  last %d batches: %s records, %s while processing, %s over %s of wall time",
                     t.batches(), Formats.count(t.records()), Formats.rate(t.busyRate()), Formats.rate(t.wallRate()), Formats.duration(t.wallMs()));
@@ -323,6 +326,26 @@ final class StatusCommand extends TidemarkCommand {
         return j.toString();
     }
 
+    /**
+     * The status line of partition skew: each Kafka partition's newest event time and how far it
+     * trails the leading one, flagged when more than the lateness. Empty when no partition has had a
+     * valid record (or the batch predates partition clocks).
+     */
+    static Optional<String> partitionsLine(Map<Integer, WatermarkLedger.PartitionClock> clocks, Duration lateness) {
+        PartitionSkew skew = PartitionSkew.of(clocks);
+        if (skew == null) {
+            return Optional.empty();
+        }
+        StringJoiner line = new StringJoiner("; ", "partitions  newest event time per Kafka partition: ", "");
+        clocks.forEach((p, c) -> {
+            long behind = skew.behindByPartition().get(p);
+            line.add(p + ": " + Formats.instant(Instant.ofEpochMilli(c.maxEventMs()))
+                    + (behind == 0 ? " (leading)" : ", " + Formats.duration(behind) + " behind"
+                            + (behind > lateness.toMillis() ? " (more than the lateness)" : "")));
+        });
+        return Optional.of(line.toString());
+    }
+
     // ---- JSON (docs/status.schema.json: keys are stable; a new key may appear, none disappears within tidemark-status/1) ----
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -380,6 +403,13 @@ final class StatusCommand extends TidemarkCommand {
             b.put("next_watermark", instantOrNull(r.nextWatermark()));
             b.put("max_event_ts_seen", r.maxEventTsSeen() == null ? null : r.maxEventTsSeen().toInstant().toString());
             b.put("freshness_ms", r.freshnessMs());
+            Map<Integer, WatermarkLedger.PartitionClock> clocks = r.partitionClocks();
+            PartitionSkew skew = PartitionSkew.of(clocks);
+            com.fasterxml.jackson.databind.node.ArrayNode parts = b.putArray("partitions");
+            clocks.forEach((p, c) -> parts.addObject().put("partition", p)
+                    .put("max_event_ts", Instant.ofEpochMilli(c.maxEventMs()).toString())
+                    .put("behind_leading_ms", skew.behindByPartition().get(p))
+                    .put("last_record_batch_ts", Instant.ofEpochMilli(c.lastRecordBatchTimeMs()).toString()));
             Throughput t = Throughput.of(f.recent());
             ObjectNode tp = doc.putObject("throughput");
             tp.put("batches", t.batches());

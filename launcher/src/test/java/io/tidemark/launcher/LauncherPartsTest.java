@@ -241,4 +241,17 @@ class LauncherPartsTest {
         assertThat(Formats.duration(185_000)).isEqualTo("3 min 5 s");
         assertThat(Formats.duration(Duration.ofHours(26).toMillis())).isEqualTo("1 d 2 h");
     }
+
+    @Test
+    void statusShowsEachPartitionsEventClockAndItsLagBehindTheLeader() {
+        long t = Instant.parse("2026-11-28T11:00:00Z").toEpochMilli();
+        Map<Integer, io.tidemark.late.WatermarkLedger.PartitionClock> clocks = new TreeMap<>(Map.of(
+                0, new io.tidemark.late.WatermarkLedger.PartitionClock(t, 0),
+                1, new io.tidemark.late.WatermarkLedger.PartitionClock(t - 50 * 60_000, 0),
+                2, new io.tidemark.late.WatermarkLedger.PartitionClock(t - 5 * 60_000, 0)));
+        assertThat(StatusCommand.partitionsLine(clocks, Duration.ofMinutes(10))).contains("partitions  newest event time per Kafka partition: "
+                + "0: 2026-11-28 11:00:00Z (leading); 1: 2026-11-28 10:10:00Z, 50 min behind (more than the lateness); "
+                + "2: 2026-11-28 10:55:00Z, 5 min behind");
+        assertThat(StatusCommand.partitionsLine(Map.of(), Duration.ofMinutes(10))).isEmpty();
+    }
 }

@@ -72,6 +72,8 @@ class MaintenanceTest {
         Timestamp t = Timestamp.from(next);
         v.putAll(Map.of("query_id", "q", "watermark", t, "next_watermark", t, "max_event_ts", t, "max_event_ts_seen", t, "started_at", t,
                 "finished_at", t, ClosedDays.COLUMN, Date.valueOf(ClosedDays.decidedBy(Watermark.of(next)).lastClosed().orElseThrow())));
+        v.put("batch_ts", t);
+        v.put("partition_clocks", null);
         // Two micro-batches' progress rows: two files, as the stream appends them.
         for (long batch = 0; batch < 2; batch++) {
             v.put("batch_id", batch);

@@ -87,6 +87,8 @@ class RetentionTest {
         }
         v.putAll(Map.of("query_id", "q", "watermark", t, "next_watermark", t, "max_event_ts", t, "max_event_ts_seen", t, "started_at", t,
                 "finished_at", t, ClosedDays.COLUMN, Date.valueOf(ClosedDays.decidedBy(Watermark.of(t.toInstant())).lastClosed().orElseThrow())));
+        v.put("batch_ts", t);
+        v.put("partition_clocks", null);
         Row progress = Lakehouse.row(Table.STREAM_PROGRESS, v);
         spark.createDataFrame(List.of(progress), progress.schema()).write().format("delta").mode("append").save(lakehouse.path(Table.STREAM_PROGRESS));
     }

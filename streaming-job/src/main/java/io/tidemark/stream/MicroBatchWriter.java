@@ -16,6 +16,7 @@ import java.util.concurrent.Future;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 import org.slf4j.Logger;
@@ -24,9 +25,11 @@ import org.slf4j.LoggerFactory;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.late.LateRecordRouter;
+import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
 
 /**
@@ -102,11 +105,16 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             long late = 0;
             long invalid = 0;
             Map<String, Long> invalidByReason = new java.util.TreeMap<>();
-            Long maxEventMs = null;
+            Map<Integer, Long> maxEventMsByPartition = new java.util.TreeMap<>();
             List<Row> partials = new ArrayList<>();
             for (Row r : summary) {
+                String kind = r.getString(r.fieldIndex("kind"));
+                if (kind.equals(RecordClassifier.PARTITION)) {
+                    maxEventMsByPartition.put(r.getInt(r.fieldIndex("kafka_partition")), r.getLong(r.fieldIndex("max_event_ms")));
+                    continue;
+                }
                 long n = r.getLong(r.fieldIndex("record_count"));
-                switch (r.getString(r.fieldIndex("kind"))) {
+                switch (kind) {
                     case RecordClassifier.ON_TIME -> {
                         onTime += n;
                         partials.add(r);
@@ -117,13 +125,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                         invalidByReason.merge(r.getString(r.fieldIndex("reason")), n, Long::sum);
                     }
                 }
-                int m = r.fieldIndex("max_event_ms");
-                if (!r.isNullAt(m)) {
-                    maxEventMs = maxEventMs == null ? r.getLong(m) : Math.max(maxEventMs, r.getLong(m));
-                }
             }
             long recordsIn = onTime + late + invalid;
-            WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMs);
+            long batchTimeMs = StreamCheckpoint.batchTimestampMs(config.checkpointUri(), spark.sparkContext().hadoopConfiguration(), batchId);
+            WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMsByPartition, batchTimeMs);
+            warnOnSkew(entry);
             long classifiedMs = System.currentTimeMillis();
             trace(batchId, "classify+cache+summary", startedNanos);
             CrashPoint.AFTER_CLASSIFY.reached(batchId);
@@ -272,13 +278,18 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /** The ledger as it stood before {@code batchId}, from the previous batch's progress row. */
     private WatermarkLedger loadLedger(SparkSession spark, long batchId) {
         long latenessMs = config.lateness().toMillis();
+        long idleMs = config.watermarkIdleTimeout().toMillis();
+        WatermarkLedger.Policy policy = WatermarkLedger.Policy.of(config.watermarkPolicy());
         if (batchId == 0) {
-            return WatermarkLedger.fresh(latenessMs);
+            return WatermarkLedger.fresh(policy, latenessMs, idleMs);
         }
         List<Row> rows = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS))
                 .filter(col("batch_id").equalTo(batchId - 1))
                 .select(expr("unix_millis(watermark)"), expr("unix_millis(next_watermark)"),
-                        expr("unix_millis(max_event_ts)"), expr("unix_millis(max_event_ts_seen)"))
+                        expr("unix_millis(max_event_ts)"), expr("unix_millis(max_event_ts_seen)"),
+                        expr("coalesce(unix_millis(batch_ts), 0L)"),
+                        expr("transform(coalesce(partition_clocks, array()), c -> named_struct('p', c.kafka_partition, "
+                                + "'max', unix_millis(c.max_event_ts), 'last', unix_millis(c.last_record_batch_ts)))"))
                 .collectAsList();
         if (rows.isEmpty()) {
             throw new IllegalStateException("stream_progress has no row for batch " + (batchId - 1) + " but the checkpoint resumes at batch "
@@ -286,8 +297,42 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                     + "Point both at the same run, or start over with an empty checkpoint directory and lakehouse.");
         }
         Row r = rows.get(0);
+        // A row written before partition clocks were recorded has none: the policy is spark there (QueryDefinition), which needs none.
+        Map<Integer, WatermarkLedger.PartitionClock> clocks = new java.util.TreeMap<>();
+        for (Row c : r.<Row>getList(5)) {
+            clocks.put(c.getInt(0), new WatermarkLedger.PartitionClock(c.getLong(1), c.getLong(2)));
+        }
         return WatermarkLedger.resumeAfter(new WatermarkLedger.Entry(batchId - 1, r.getLong(0), r.getLong(1),
-                r.isNullAt(2) ? null : r.getLong(2), r.isNullAt(3) ? null : r.getLong(3)), latenessMs);
+                r.isNullAt(2) ? null : r.getLong(2), r.isNullAt(3) ? null : r.getLong(3), r.getLong(4), clocks), policy, latenessMs, idleMs);
+    }
+
+    /** The partition whose clock trailed the leader by more than the lateness at the last warning; -1 when none did. */
+    private transient int skewWarned = -1;
+
+    /**
+     * One WARN line per episode when a Kafka partition's event clock trails the leading partition's by
+     * more than the lateness: under the spark policy its records are then late for lagging (they all go
+     * to late_events until reconcile); under min-partition it holds every window open.
+     */
+    private void warnOnSkew(WatermarkLedger.Entry entry) {
+        PartitionSkew skew = PartitionSkew.of(entry.partitions());
+        long latenessMs = config.lateness().toMillis();
+        if (skew == null || skew.behindMs() <= latenessMs) {
+            skewWarned = -1;
+            return;
+        }
+        if (skewWarned == skew.trailing()) {
+            return;
+        }
+        skewWarned = skew.trailing();
+        String effect = ledger.policy() == WatermarkLedger.Policy.SPARK
+                ? "with watermark.policy=spark its records are late for lagging and reach kpi_5m only at reconcile; "
+                        + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
+                : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
+                        + "idle for watermark.idle-timeout (" + QueryDefinition.human(config.watermarkIdleTimeout()) + ")";
+        LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {} minutes, more than the lateness ({}): {}", skew.trailing(),
+                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), QueryDefinition.human(config.lateness()),
+                effect);
     }
 
     private Future<Long> submit(SparkSession spark, java.util.concurrent.Callable<Long> work) {
@@ -350,6 +395,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         v.put("write_ms", writtenMs - classifiedMs);
         v.put("freshness_ms", e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs());
         v.put(ClosedDays.COLUMN, ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs())).lastClosed().map(java.sql.Date::valueOf).orElse(null));
+        v.put("batch_ts", new Timestamp(e.batchTimeMs()));
+        List<Row> clocks = new ArrayList<>();
+        e.partitions().forEach((p, c) -> clocks.add(RowFactory.create(p, new Timestamp(c.maxEventMs()), new Timestamp(c.lastRecordBatchTimeMs()))));
+        v.put("partition_clocks", scala.jdk.javaapi.CollectionConverters.asScala(clocks).toSeq());
         return Lakehouse.row(Table.STREAM_PROGRESS, v);
     }
 

@@ -112,17 +112,25 @@ public final class RecordClassifier {
     public static final String ON_TIME = "on_time";
     public static final String LATE = "late";
     public static final String INVALID = "invalid";
+    /** A summary row of one Kafka partition's valid records: {@code kafka_partition} and its {@code max_event_ms}. */
+    public static final String PARTITION = "partition";
 
     /**
-     * One pass over the classified batch: the partial KPIs ({@link KpiComputation#partialKpis}) per
+     * One action over the classified batch: the partial KPIs ({@link KpiComputation#partialKpis}) per
      * {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}) and {@code reason} (null for
-     * valid rows; invalid rows form one group per reason, with null window and cell) with
-     * {@code max_event_ms}, the newest valid event time. The on-time rows are the batch's
-     * contribution to kpi_5m; the rest are its counts and its watermark input.
+     * valid rows; invalid rows form one group per reason, with null window and cell), and one
+     * {@link #PARTITION} row per Kafka partition with valid records, with {@code kafka_partition} and
+     * {@code max_event_ms}, its newest valid event time. The on-time rows are the batch's contribution
+     * to kpi_5m; the rest are its counts and its watermark input.
      */
     public static Dataset<Row> summary(Dataset<Row> classified) {
         Column kind = when(col("reason").isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as("kind");
-        return KpiComputation.partialKpis(classified, List.of(kind, col("reason")), List.of(max(expr("unix_millis(event_ts)")).as("max_event_ms")));
+        Dataset<Row> kpis = KpiComputation.partialKpis(classified, List.of(kind, col("reason")), List.of());
+        Dataset<Row> partitions = classified.filter(col("reason").isNull())
+                .groupBy(col("kafka_partition"))
+                .agg(max(expr("unix_millis(event_ts)")).as("max_event_ms"))
+                .withColumn("kind", lit(PARTITION));
+        return kpis.unionByName(partitions, true);
     }
 
     /** Late valid rows, still carrying every classified column. */

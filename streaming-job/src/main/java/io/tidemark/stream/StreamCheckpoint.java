@@ -90,6 +90,32 @@ public final class StreamCheckpoint {
         return offsets(checkpointUri, hadoop, "offsets/" + batchId, topic);
     }
 
+    /**
+     * Spark's timestamp of batch {@code batchId} ({@code batchTimestampMs} in its offset log's
+     * metadata line): written when the batch is planned, so a replay of the batch reads the same value.
+     */
+    static long batchTimestampMs(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, long batchId) {
+        Store store = Store.of(checkpointUri, hadoop);
+        String relative = "offsets/" + batchId;
+        String where = checkpointUri + "/" + relative;
+        if (!store.exists(relative)) {
+            throw new IllegalStateException(where + " is missing: the batch being written has no offset log entry");
+        }
+        List<String> lines = store.lines(relative);
+        if (lines.size() < 2 || !lines.get(0).trim().matches("v\\d+")) {
+            throw new IllegalStateException(where + " does not start with Spark's offset-log version and metadata lines");
+        }
+        try {
+            com.fasterxml.jackson.databind.JsonNode ts = JSON.readTree(lines.get(1)).get("batchTimestampMs");
+            if (ts == null || !ts.canConvertToLong()) {
+                throw new IllegalStateException("no batchTimestampMs");
+            }
+            return ts.asLong();
+        } catch (IOException | RuntimeException e) {
+            throw new IllegalStateException(where + ": cannot read the batch timestamp from " + lines.get(1) + ": " + e.getMessage(), e);
+        }
+    }
+
     private static Map<Integer, Long> offsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String relative, String topic) {
         Store store = Store.of(checkpointUri, hadoop);
         if (!store.exists(relative)) {

@@ -64,6 +64,8 @@ public final class StreamMetrics implements AutoCloseable {
     private final Gauge inputRate;
     private final Gauge processedRate;
     private final Gauge kafkaLag;
+    private final Gauge partitionEventTime;
+    private final Gauge partitionBehind;
     /** Figures known only once a batch or a reconcile reported them; NaN = not yet, and the sample is left out. */
     private volatile double maxEventSeconds = Double.NaN;
     private volatile double lastBatchIdValue = Double.NaN;
@@ -126,6 +128,13 @@ public final class StreamMetrics implements AutoCloseable {
         kafkaLag = Gauge.builder().name("tidemark_stream_kafka_lag_records")
                 .help("Records in the topic's partition behind the last batch's end offset, as of that batch's planning.")
                 .labelNames("topic", "partition").register(registry);
+        partitionEventTime = Gauge.builder().name("tidemark_stream_partition_event_time_seconds")
+                .help("Per Kafka partition: its newest valid event time so far (Unix time), as recorded in stream_progress.partition_clocks.")
+                .labelNames("partition").register(registry);
+        partitionBehind = Gauge.builder().name("tidemark_stream_partition_behind_seconds")
+                .help("Per Kafka partition: how far its newest valid event time trails the leading partition's. More than the lateness "
+                        + "means its records are late for lagging under watermark.policy=spark, or hold windows open under min-partition.")
+                .labelNames("partition").register(registry);
         String[][] reconcileGauges = {
                 {"tidemark_reconcile_last_run_timestamp_seconds", "When the last reconcile run recorded in reconcile_report started (Unix time)."},
                 {"tidemark_reconcile_last_run_days", "Days the last reconcile run replaced."},
@@ -257,6 +266,17 @@ public final class StreamMetrics implements AutoCloseable {
         Long fresh = progress.getAs("freshness_ms");
         if (fresh != null) {
             freshnessSeconds = fresh / 1000.0;
+        }
+        Map<Integer, io.tidemark.late.WatermarkLedger.PartitionClock> clocks = new java.util.TreeMap<>();
+        for (Row c : progress.<Row>getList(progress.fieldIndex("partition_clocks"))) {
+            clocks.put(c.getInt(0), new io.tidemark.late.WatermarkLedger.PartitionClock(c.getTimestamp(1).getTime(), c.getTimestamp(2).getTime()));
+        }
+        io.tidemark.late.PartitionSkew skew = io.tidemark.late.PartitionSkew.of(clocks);
+        if (skew != null) {
+            clocks.forEach((partition, c) -> {
+                partitionEventTime.labelValues(String.valueOf(partition)).set(c.maxEventMs() / 1000.0);
+                partitionBehind.labelValues(String.valueOf(partition)).set(skew.behindByPartition().get(partition) / 1000.0);
+            });
         }
         batchDuration.observe(progress.<Long>getAs("duration_ms") / 1000.0);
         stageSeconds.labelValues("classify").set(progress.<Long>getAs("classify_ms") / 1000.0);

@@ -63,7 +63,7 @@ class RecordClassifierTest {
 
     private static Row kafka(String key, String value, long offset, String timestamp) {
         return RowFactory.create(key == null ? null : key.getBytes(StandardCharsets.UTF_8), value.getBytes(StandardCharsets.UTF_8),
-                TOPIC, 0, offset, t(timestamp));
+                TOPIC, offset == 102 ? 1 : 0, offset, t(timestamp)); // the late record from partition 1, the rest from 0
     }
 
     private static Dataset<Row> batch() {
@@ -128,26 +128,32 @@ class RecordClassifierTest {
 
         assertThat(Arrays.stream(summary.schema().fields()).map(StructField::name)).containsExactly(
                 "kind", "reason", "event_date", "window_start", "window_end", "cell_site_id",
-                "record_count", "total_gb", "subscriber_sketch", "updated_at", "max_event_ms");
+                "record_count", "total_gb", "subscriber_sketch", "updated_at", "kafka_partition", "max_event_ms");
         LocalDate day = LocalDate.of(2026, 11, 29);
         assertThat(values(summary.selectExpr("kind", "reason", "event_date", "window_start", "window_end", "cell_site_id", "record_count",
-                "total_gb", "hll_sketch_estimate(subscriber_sketch)", "updated_at", "max_event_ms").orderBy("kind", "reason")))
+                "total_gb", "hll_sketch_estimate(subscriber_sketch)", "updated_at", "kafka_partition", "max_event_ms")
+                .orderBy("kind", "reason", "kafka_partition")))
                 .containsExactly(
                         // invalid rows form one group per reason: no window, no cell, no volume, no subscriber, no event time
-                        row(RecordClassifier.INVALID, "MISSING_FIELD", null, null, null, null, 1L, null, 0L, t("2026-11-29T14:20:05Z"), null),
-                        row(RecordClassifier.INVALID, "NOT_JSON", null, null, null, null, 1L, null, 0L, t("2026-11-29T14:20:04Z"), null),
+                        row(RecordClassifier.INVALID, "MISSING_FIELD", null, null, null, null, 1L, null, 0L, t("2026-11-29T14:20:05Z"), null, null),
+                        row(RecordClassifier.INVALID, "NOT_JSON", null, null, null, null, 1L, null, 0L, t("2026-11-29T14:20:04Z"), null, null),
                         row(RecordClassifier.LATE, null, day, t("2026-11-29T13:50:00Z"), t("2026-11-29T14:00:00Z"), "cell-A", 1L,
-                                new BigDecimal("7.500000000"), 1L, t("2026-11-29T14:20:03Z"), t("2026-11-29T13:55:00Z").toEpochMilli()),
+                                new BigDecimal("7.500000000"), 1L, t("2026-11-29T14:20:03Z"), null, null),
                         // the batch's contribution to kpi_5m: 0.1 + 0.2 exactly, two subscribers, the newest ingest time
                         row(RecordClassifier.ON_TIME, null, day, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), "cell-A", 2L,
-                                new BigDecimal("0.300000000"), 2L, t("2026-11-29T14:20:02.500Z"),
-                                t("2026-11-29T14:19:59.999Z").toEpochMilli()));
+                                new BigDecimal("0.300000000"), 2L, t("2026-11-29T14:20:02.500Z"), null, null),
+                        // the watermark's input: each partition's newest valid event time, late records included
+                        row(RecordClassifier.PARTITION, null, null, null, null, null, null, null, null, null, 0,
+                                t("2026-11-29T14:19:59.999Z").toEpochMilli()),
+                        row(RecordClassifier.PARTITION, null, null, null, null, null, null, null, null, null, 1,
+                                t("2026-11-29T13:55:00Z").toEpochMilli()));
     }
 
     @Test
     void theSameBatchBeforeAnyWatermarkHasNothingLate() {
         Dataset<Row> summary = RecordClassifier.summary(classifier.classify(batch(), 0L));
-        assertThat(values(summary.select("kind", "window_start", "record_count").orderBy("kind", "window_start", "reason"))).containsExactly(
+        assertThat(values(summary.select("kind", "window_start", "record_count").where("kind <> 'partition'")
+                .orderBy("kind", "window_start", "reason"))).containsExactly(
                 row(RecordClassifier.INVALID, null, 1L),
                 row(RecordClassifier.INVALID, null, 1L),
                 row(RecordClassifier.ON_TIME, t("2026-11-29T13:50:00Z"), 1L),

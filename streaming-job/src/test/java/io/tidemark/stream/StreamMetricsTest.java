@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.Lakehouse;
@@ -58,7 +59,11 @@ class StreamMetricsTest {
                     "tidemark_stream_batch_duration_seconds_count 2",
                     "tidemark_stream_batch_duration_seconds_sum 2.0",
                     "tidemark_stream_last_batch_stage_seconds{stage=\"classify\"} 0.25",
-                    "tidemark_stream_last_batch_stage_seconds{stage=\"write\"} 0.5");
+                    "tidemark_stream_last_batch_stage_seconds{stage=\"write\"} 0.5",
+                    "tidemark_stream_partition_event_time_seconds{partition=\"0\"} " + seconds("2026-11-28T10:50:00Z"),
+                    "tidemark_stream_partition_event_time_seconds{partition=\"1\"} " + seconds("2026-11-28T10:38:00Z"),
+                    "tidemark_stream_partition_behind_seconds{partition=\"0\"} 0.0",
+                    "tidemark_stream_partition_behind_seconds{partition=\"1\"} 720.0");
             double lag = sample(lines, "tidemark_stream_watermark_lag_seconds");
             assertThat(lag).isCloseTo(Instant.now().getEpochSecond() - seconds("2026-11-28T10:40:00Z"), within(60.0));
         }
@@ -155,6 +160,12 @@ class StreamMetricsTest {
         v.put("write_ms", 500L);
         v.put("freshness_ms", maxSeen == null ? null : 2_500L);
         v.put("last_closed_day", (Date) null);
+        v.put("batch_ts", Timestamp.from(end.minusMillis(durationMs)));
+        // Partition 0 leads with the newest event time seen; partition 1 trails it by 12 minutes.
+        List<Row> clocks = maxSeen == null ? List.of() : List.of(
+                RowFactory.create(0, Timestamp.from(Instant.parse(maxSeen)), Timestamp.from(end)),
+                RowFactory.create(1, Timestamp.from(Instant.parse(maxSeen).minusSeconds(720)), Timestamp.from(end)));
+        v.put("partition_clocks", scala.jdk.javaapi.CollectionConverters.asScala(clocks).toSeq());
         return Lakehouse.row(Table.STREAM_PROGRESS, v);
     }
 }

@@ -10,7 +10,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
-/** Sends crafted records with explicit Kafka timestamps, in order, to one partition. */
+/** Sends crafted records with explicit Kafka timestamps, in order, to one partition (0 unless given). */
 final class KafkaFixtures {
     private KafkaFixtures() {
     }
@@ -19,15 +19,24 @@ final class KafkaFixtures {
     }
 
     static void send(String bootstrap, String topic, List<Message> messages) throws Exception {
+        send(bootstrap, topic, 0, messages);
+    }
+
+    static void send(String bootstrap, String topic, int partition, List<Message> messages) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "1");
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            // In order: idempotent, one request in flight; every send is awaited before returning.
+            List<java.util.concurrent.Future<?>> sent = new java.util.ArrayList<>();
             for (Message m : messages) {
                 byte[] value = m.value() == null ? null : m.value().getBytes(StandardCharsets.UTF_8);
-                producer.send(new ProducerRecord<>(topic, 0, m.kafkaTimestamp().toEpochMilli(), null, value)).get();
+                sent.add(producer.send(new ProducerRecord<>(topic, partition, m.kafkaTimestamp().toEpochMilli(), null, value)));
+            }
+            for (java.util.concurrent.Future<?> f : sent) {
+                f.get();
             }
         }
     }

@@ -94,6 +94,9 @@ class MetricsEndpointTest {
             // Everything read: no record behind the last batch on the topic's one partition.
             prometheus.await("count(tidemark_stream_kafka_lag_records{topic=\"" + topic + "\"})", 1, PATIENCE);
             assertThat(prometheus.byLabel("tidemark_stream_kafka_lag_records", "partition")).isEqualTo(Map.of("0", 0.0));
+            // Skew: the topic's one partition leads itself.
+            assertThat(prometheus.byLabel("tidemark_stream_partition_event_time_seconds", "partition")).isEqualTo(Map.of("0", last.getLong(2) / 1000.0));
+            assertThat(prometheus.byLabel("tidemark_stream_partition_behind_seconds", "partition")).isEqualTo(Map.of("0", 0.0));
             assertThat(prometheus.query("tidemark_stream_last_batch_stage_seconds{stage=\"triggerExecution\"}")).hasSize(1);
             assertThat(prometheus.value("tidemark_stream_up")).isEqualTo(1.0);
 

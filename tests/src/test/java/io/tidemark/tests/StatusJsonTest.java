@@ -83,6 +83,11 @@ class StatusJsonTest {
         assertThat(d.at("/last_batch/watermark").asText()).isEqualTo("2026-11-28T10:50:00Z");
         assertThat(d.at("/last_batch/next_watermark").asText()).isEqualTo("2026-11-28T10:50:00Z");
         assertThat(d.at("/last_batch/max_event_ts_seen").asText()).isEqualTo("2026-11-28T11:00:00Z");
+        // One partition: it leads; its last valid record came in batch 5.
+        long batch5 = infra.spark.sql("SELECT unix_millis(batch_ts) FROM delta.`" + config.lakehouseUri() + "/stream_progress` WHERE batch_id = 5")
+                .first().getLong(0);
+        assertThat(d.at("/last_batch/partitions")).isEqualTo(JSON.readTree("[{\"partition\": 0, \"max_event_ts\": \"2026-11-28T11:00:00Z\", "
+                + "\"behind_leading_ms\": 0, \"last_record_batch_ts\": \"" + Instant.ofEpochMilli(batch5) + "\"}]"));
         assertThat(d.at("/throughput/batches").asInt()).isEqualTo(6);
         assertThat(d.at("/throughput/records").asLong()).isEqualTo(24);
         assertThat(d.get("totals")).isEqualTo(JSON.readTree("{\"raw_events\": 20, \"raw_events_late\": 6, \"late_events\": 6, "

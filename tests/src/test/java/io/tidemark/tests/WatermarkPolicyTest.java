@@ -1,0 +1,241 @@
+package io.tidemark.tests;
+
+import static io.tidemark.tests.KafkaFixtures.event;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.lakehouse.IncompatibleQueryException;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.stream.StreamingJob;
+import io.tidemark.tests.KafkaFixtures.Message;
+
+/**
+ * watermark.policy over a crafted two-partition topic through the real broker and stream, one record
+ * per partition per micro-batch (stream.max-offsets-per-trigger=2 over two equally full partitions).
+ * Window 5 min, lateness 10 min. Partition 0's event clock runs ten minutes per batch, partition 1's
+ * two: the expected watermarks below are written out by hand from each policy's definition.
+ */
+class WatermarkPolicyTest {
+    static SharedInfrastructure infra;
+
+    @RegisterExtension
+    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
+
+    private static final Instant INGEST = Instant.parse("2026-11-28T12:00:00Z");
+    private static final String D = "2026-11-28T";
+
+    private static List<Message> at(String cell, String... times) {
+        return java.util.Arrays.stream(times).map(t -> new Message(event("s-" + t, cell, D + t + ":00Z", 1.0), INGEST)).toList();
+    }
+
+    /** Partition 0 (cell c0) leads; partition 1 (cell c1) trails, and its last record is 30 minutes behind its own clock. */
+    private static final List<Message> P0 = at("c0", "10:00", "10:10", "10:20", "10:30", "10:40", "10:50", "11:00");
+    private static final List<Message> P1 = at("c1", "10:00", "10:02", "10:04", "10:06", "10:08", "10:10", "09:40");
+
+    private record Run(SparkSession spark, Lakehouse lakehouse, TidemarkConfig config) {
+        List<Row> rows(String sql) {
+            return spark.sql(sql.replace("{kpi}", lakehouse.ref(Lakehouse.Table.KPI_5M))
+                    .replace("{late}", lakehouse.ref(Lakehouse.Table.LATE_EVENTS))
+                    .replace("{progress}", lakehouse.ref(Lakehouse.Table.STREAM_PROGRESS))).collectAsList();
+        }
+
+        List<Object> late() {
+            return rows("SELECT kafka_partition, kafka_offset, date_format(window_end, 'HH:mm'), date_format(watermark, 'HH:mm') FROM {late} "
+                    + "ORDER BY kafka_partition, kafka_offset").stream()
+                    .map(r -> (Object) tuple(r.getInt(0), r.getLong(1), r.getString(2), r.getString(3))).toList();
+        }
+
+        List<Object> kpis() {
+            return rows("SELECT date_format(window_start, 'HH:mm'), cell_site_id, record_count, is_final FROM {kpi} ORDER BY window_start, cell_site_id")
+                    .stream().map(r -> (Object) tuple(r.getString(0), r.getString(1), r.getLong(2), r.getBoolean(3))).toList();
+        }
+
+        /** Per batch: the watermark in force, the next one, records in, late. */
+        List<Object> progress() {
+            return rows("SELECT batch_id, date_format(watermark, 'HH:mm'), date_format(next_watermark, 'HH:mm'), records_in, late FROM {progress} "
+                    + "ORDER BY batch_id").stream()
+                    .map(r -> (Object) tuple(r.getLong(0), r.getString(1), r.getString(2), r.getLong(3), r.getLong(4))).toList();
+        }
+
+        /** The last batch's partition clocks: partition, max event time. */
+        List<Object> lastClocks() {
+            return rows("SELECT c.kafka_partition, date_format(c.max_event_ts, 'HH:mm') FROM (SELECT inline(partition_clocks) FROM {progress} "
+                    + "WHERE batch_id = (SELECT max(batch_id) FROM {progress})) AS c ORDER BY 1").stream()
+                    .map(r -> (Object) tuple(r.getInt(0), r.getString(1))).toList();
+        }
+
+        void runToEnd() throws Exception {
+            StreamingJob job = new StreamingJob(spark, config, null);
+            try {
+                job.start(true).awaitTermination();
+            } finally {
+                job.close();
+            }
+        }
+    }
+
+    private static Run crafted(String policy) throws Exception {
+        Path dir = infra.newDir("policy-" + policy);
+        String topic = "policy-" + dir.getFileName();
+        infra.broker.createTopic(topic, 2);
+        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, 0, P0);
+        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, 1, P1);
+        TidemarkConfig config = infra.config(dir, topic)
+                .set(Key.MAX_OFFSETS_PER_TRIGGER, "2")
+                .set(Key.WATERMARK_POLICY, policy)
+                .build();
+        Run run = new Run(infra.spark, Lakehouse.of(config), config);
+        run.runToEnd();
+        ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), java.time.Duration.ofMinutes(5), 14L);
+        assertThat(r.violations()).isEmpty();
+        return run;
+    }
+
+    @Test
+    void sparkPolicyCallsTheTrailingPartitionsRecordsLateInBulk() throws Exception {
+        Run run = crafted("spark");
+        // The threshold of batch N+1 is the max event time over batches 0..N-1 minus 10 minutes: partition 0's clock.
+        assertThat(run.progress()).containsExactly(
+                tuple(0L, "00:00", "00:00", 2L, 0L),
+                tuple(1L, "00:00", "09:50", 2L, 0L),
+                tuple(2L, "09:50", "10:00", 2L, 0L),
+                tuple(3L, "10:00", "10:10", 2L, 0L),
+                tuple(4L, "10:10", "10:20", 2L, 1L),
+                tuple(5L, "10:20", "10:30", 2L, 1L),
+                tuple(6L, "10:30", "10:40", 2L, 1L));
+        // Partition 1's 10:08 and 10:10 were on time in its own order, and late here all the same.
+        assertThat(run.late()).containsExactly(
+                tuple(1, 4L, "10:10", "10:10"),
+                tuple(1, 5L, "10:15", "10:20"),
+                tuple(1, 6L, "09:45", "10:30"));
+        assertThat(run.kpis()).containsExactly(
+                tuple("10:00", "c0", 1L, true),
+                tuple("10:00", "c1", 3L, true),
+                tuple("10:05", "c1", 1L, true),
+                tuple("10:10", "c0", 1L, true),
+                tuple("10:20", "c0", 1L, true),
+                tuple("10:30", "c0", 1L, true),
+                tuple("10:40", "c0", 1L, false),
+                tuple("10:50", "c0", 1L, false),
+                tuple("11:00", "c0", 1L, false));
+        assertThat(run.lastClocks()).containsExactly(tuple(0, "11:00"), tuple(1, "10:10"));
+
+        // docs/tables.md's query of each partition's lag, as written there.
+        String doc = java.nio.file.Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("docs/tables.md"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("```sql\n(WITH clocks AS[^`]*inline\\(partition_clocks\\)[^`]*)```").matcher(doc);
+        assertThat(m.find()).as("docs/tables.md's partition lag query").isTrue();
+        List<Row> lag = infra.spark.sql(m.group(1).replace("tidemark.stream_progress", run.lakehouse().ref(Lakehouse.Table.STREAM_PROGRESS)))
+                .collectAsList();
+        assertThat(lag).extracting(r -> tuple(r.getInt(0), r.getTimestamp(1).toInstant().toString(), r.get(3).toString()))
+                .containsExactly(tuple(0, D + "11:00:00Z", "PT0S"), tuple(1, D + "10:10:00Z", "PT50M"));
+    }
+
+    @Test
+    void minPartitionCallsLateOnlyWhatIsLateInItsOwnPartitionsOrder() throws Exception {
+        Run run = crafted("min-partition");
+        // The threshold of batch N+1 is the slower partition's max over batches 0..N-1 minus 10 minutes: partition 1's clock.
+        assertThat(run.progress()).containsExactly(
+                tuple(0L, "00:00", "00:00", 2L, 0L),
+                tuple(1L, "00:00", "09:50", 2L, 0L),
+                tuple(2L, "09:50", "09:52", 2L, 0L),
+                tuple(3L, "09:52", "09:54", 2L, 0L),
+                tuple(4L, "09:54", "09:56", 2L, 0L),
+                tuple(5L, "09:56", "09:58", 2L, 0L),
+                tuple(6L, "09:58", "10:00", 2L, 1L));
+        // Only the record 30 minutes behind its own partition's clock.
+        assertThat(run.late()).containsExactly(tuple(1, 6L, "09:45", "09:58"));
+        // Nothing final yet: every window ends after 10:00, where the trailing partition holds the watermark.
+        assertThat(run.kpis()).containsExactly(
+                tuple("10:00", "c0", 1L, false),
+                tuple("10:00", "c1", 3L, false),
+                tuple("10:05", "c1", 2L, false),
+                tuple("10:10", "c0", 1L, false),
+                tuple("10:10", "c1", 1L, false),
+                tuple("10:20", "c0", 1L, false),
+                tuple("10:30", "c0", 1L, false),
+                tuple("10:40", "c0", 1L, false),
+                tuple("10:50", "c0", 1L, false),
+                tuple("11:00", "c0", 1L, false));
+        assertThat(run.lastClocks()).containsExactly(tuple(0, "11:00"), tuple(1, "10:10"));
+
+        // The policy is part of the query definition: another one on this checkpoint and lakehouse is refused.
+        TidemarkConfig spark = TidemarkConfig.builder().set(Key.KAFKA_BOOTSTRAP, run.config().bootstrapServers())
+                .set(Key.TOPIC, run.config().topic()).set(Key.LAKEHOUSE, run.config().lakehouseUri())
+                .set(Key.CHECKPOINT, run.config().checkpointUri()).set(Key.METRICS_PORT, "0").build();
+        assertThatThrownBy(() -> new Run(infra.spark, run.lakehouse(), spark).runToEnd())
+                .isInstanceOf(IncompatibleQueryException.class)
+                .hasMessageContaining("watermark.policy min-partition -> spark");
+    }
+
+    /**
+     * watermark.idle-timeout = 10 s. Partition 1 goes quiet; once batches start 10 s after its last
+     * record it stops holding the watermark back; when it wakes up with an old record, that record is
+     * judged against the watermark then in force, and from the next batch on it holds the watermark
+     * back again without lowering it.
+     */
+    @Test
+    void anIdlePartitionStopsHoldingTheWatermarkBackUntilItWakesUp() throws Exception {
+        Path dir = infra.newDir("policy-idle");
+        String topic = "policy-idle-" + dir.getFileName();
+        infra.broker.createTopic(topic, 2);
+        String bootstrap = infra.broker.bootstrapServers();
+        TidemarkConfig.Builder base = infra.config(dir, topic).set(Key.WATERMARK_POLICY, "min-partition")
+                .set(Key.WATERMARK_IDLE_TIMEOUT, "10 seconds");
+        TidemarkConfig two = base.set(Key.MAX_OFFSETS_PER_TRIGGER, "2").build();
+        TidemarkConfig one = base.set(Key.MAX_OFFSETS_PER_TRIGGER, "1").build();
+        Run run = new Run(infra.spark, Lakehouse.of(two), two);
+
+        // Batches 0-1: both partitions.
+        KafkaFixtures.send(bootstrap, topic, 0, at("c0", "10:00", "10:10"));
+        KafkaFixtures.send(bootstrap, topic, 1, at("c1", "10:00", "10:02"));
+        run.runToEnd();
+        Thread.sleep(11_000);
+        // Batches 2-4: partition 0 only, more than the idle timeout after partition 1's last record.
+        KafkaFixtures.send(bootstrap, topic, 0, at("c0", "10:20", "10:30", "10:40"));
+        new Run(infra.spark, run.lakehouse(), one).runToEnd();
+        // Batches 5-6: partition 1 wakes up with a record from 10:04, then one from 10:30.
+        KafkaFixtures.send(bootstrap, topic, 0, at("c0", "10:50", "11:00"));
+        KafkaFixtures.send(bootstrap, topic, 1, at("c1", "10:04", "10:30"));
+        run.runToEnd();
+
+        // Batches of one run follow each other within the idle timeout (what the expected rows assume).
+        List<Row> gaps = run.rows("SELECT batch_id, unix_millis(batch_ts) - lag(unix_millis(batch_ts)) OVER (ORDER BY batch_id) FROM {progress} "
+                + "WHERE batch_id IN (0, 1, 2, 3, 4, 5, 6) ORDER BY batch_id");
+        assertThat(gaps.get(2).getLong(1)).as("batch 2 starts more than the idle timeout after batch 1").isGreaterThanOrEqualTo(10_000);
+        for (int b : new int[] {3, 4, 6}) {
+            assertThat(gaps.get(b).getLong(1)).as("batch %d follows batch %d within the idle timeout", b, b - 1).isLessThan(10_000);
+        }
+        assertThat(run.progress()).containsExactly(
+                tuple(0L, "00:00", "00:00", 2L, 0L),
+                tuple(1L, "00:00", "09:50", 2L, 0L),
+                // Batch 2 starts with both partitions idle: the leading clock (10:10) decides, as under Spark's rule.
+                tuple(2L, "09:50", "10:00", 1L, 0L),
+                // Partition 1 (10:02 at batch 1) is idle: partition 0 alone moves the watermark.
+                tuple(3L, "10:00", "10:10", 1L, 0L),
+                tuple(4L, "10:10", "10:20", 1L, 0L),
+                // Partition 1's 10:04 record (window end 10:05) meets the watermark in force, 10:20: late.
+                // Batch 5's start may find partition 0 idle too (the restart): the threshold of batch 6 is 10:30 either way.
+                tuple(5L, "10:20", "10:30", 2L, 1L),
+                // Awake again, partition 1 (10:04) holds the watermark back: min(10:50, 10:04) - 10 min, but it never goes down.
+                tuple(6L, "10:30", "10:30", 2L, 0L));
+        assertThat(run.late()).containsExactly(tuple(1, 2L, "10:05", "10:20"));
+        assertThat(run.lastClocks()).containsExactly(tuple(0, "11:00"), tuple(1, "10:30"));
+        ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), java.time.Duration.ofMinutes(5), 11L);
+        assertThat(r.violations()).isEmpty();
+    }
+}
