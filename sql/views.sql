@@ -1,8 +1,12 @@
 -- Views analysts use, over the registered tidemark.* tables. Temporary views: the catalog is
 -- in-memory, so Lakehouse.createAndRegister creates them (after the tables) in every session.
 -- Statements are separated by a line holding only ';'.
--- Distinct subscribers of a roll-up come from the union of the windows' sketches
--- (hll_union_agg): distinct counts do not add up across windows.
+-- Distinct subscribers of a roll-up come from the union of the windows' sketches: distinct
+-- counts do not add up across windows. The union is hll_union(u, u) of u = hll_union_agg(...):
+-- the same registers (or coupons) as u, marked out of order, so that its estimate comes from the
+-- registers alone (DataSketches' composite estimator) and not from u's HIP accumulator, which
+-- depends on the order the sketches were read in. Every reader (Java's KpiComputation
+-- .orderFreeUnion, the Python recipe in docs/python.md) spells the union this way.
 
 -- KPI rows the stream will not change again: the watermark has passed their window (or the day
 -- was reconciled).
@@ -22,7 +26,7 @@ FROM (
   SELECT date_trunc('HOUR', window_start) AS hour_start, cell_site_id, event_date,
          sum(record_count) AS record_count,
          sum(total_gb) AS total_gb,
-         hll_union_agg(subscriber_sketch) AS subscriber_sketch,
+         hll_union(hll_union_agg(subscriber_sketch), hll_union_agg(subscriber_sketch)) AS subscriber_sketch,
          count(*) AS windows,
          bool_and(is_final) AS is_final,
          bool_and(source = 'batch') AS reconciled
@@ -39,7 +43,7 @@ FROM (
   SELECT event_date, cell_site_id,
          sum(record_count) AS record_count,
          sum(total_gb) AS total_gb,
-         hll_union_agg(subscriber_sketch) AS subscriber_sketch,
+         hll_union(hll_union_agg(subscriber_sketch), hll_union_agg(subscriber_sketch)) AS subscriber_sketch,
          count(*) AS windows,
          bool_and(is_final) AS is_final,
          bool_and(source = 'batch') AS reconciled

@@ -6,6 +6,7 @@ group) and torn down with SIGTERM, then SIGKILL, by its group id only.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import os
@@ -175,18 +176,39 @@ class LakehouseBuild:
     lakehouse: Path
     seconds: float
     output: str
+    base: dt.datetime  # where the generated event clock ended
 
 
-def build_lakehouse(workdir: Path, *, timeout: float = 900) -> LakehouseBuild:
+# The time of day (UTC) the test traffic's event clock ends at. 21:07:31 is when the build that found
+# the order-dependent distinct count (386 in Python, 387 in Spark) generated its traffic.
+BASE_TIME_OF_DAY = dt.time(21, 7, 31)
+
+
+def base_time(time_of_day: dt.time = BASE_TIME_OF_DAY) -> dt.datetime:
+    """An explicit base time for generated traffic: ``time_of_day`` (UTC) of yesterday.
+
+    What the tests assert depends on where the records fall relative to UTC day and window
+    boundaries, so it must not depend on the hour a suite starts: with a fixed time of day the
+    traffic, the windows, the days and every figure are the same on any date (only the dates move).
+    Yesterday keeps every event in the past (no clock-skew refusal), today open, and the data recent."""
+    yesterday = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=1)
+    return dt.datetime.combine(yesterday, time_of_day, tzinfo=dt.timezone.utc)
+
+
+def build_lakehouse(workdir: Path, *, base: dt.datetime | None = None, timeout: float = 900) -> LakehouseBuild:
     """Broker, two generated phases, one drain of the speed layer: a lakehouse with closed days and late records.
 
-    Phase 1: 20,000 on-time records over the last 60 hours, read in two micro-batches of ~10,000
-    (the speed layer's watermark lags two batches: batch 2 is the first with a real one, ~now - 30 h).
+    Both phases end their event clock at ``base`` (default: base_time()), so the lakehouse is the same
+    whatever the date and hour it is built at.
+    Phase 1: 20,000 on-time records over the 60 hours before base, read in two micro-batches of ~10,000
+    (the speed layer's watermark lags two batches: batch 2 is the first with a real one, ~base - 30 h).
     Phase 2: 4,000 records, 5 % of them 31-60 h behind the event clock; they arrive in batch 2,
     behind its watermark, i.e. in late_events and not in the streaming KPIs (~2 % drift per day).
-    Afterwards the watermark of the last batch (~now - 30 h) closes at least the UTC day holding
-    now - 60 h (and at least 5.8 h of late records in it, whatever the time of day); today is open.
+    Afterwards the watermark of the last batch (~base - 30 h) closes at least the UTC day holding
+    base - 60 h (and at least 5.8 h of late records in it, whatever the time of day); base's day is open.
     """
+    base = base or base_time()
+    end = base.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     require_build()
     t0 = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -210,10 +232,10 @@ def build_lakehouse(workdir: Path, *, timeout: float = 900) -> LakehouseBuild:
         started = True
         out.append(r.stdout + r.stderr)
         common = ["--cells", "12", "--subscribers", "400", "--invalid-fraction", "0"]
-        r = run([tm, "generate", "--backlog-hours", "60", "--count", "20000", "--late-fraction", "0", "--seed", "11",
-                 *common], env=env, cwd=workdir, timeout=240)
+        r = run([tm, "generate", "--backlog-hours", "60", "--backlog-end", end, "--count", "20000", "--late-fraction", "0",
+                 "--seed", "11", *common], env=env, cwd=workdir, timeout=240)
         out.append(r.stdout + r.stderr)
-        r = run([tm, "generate", "--backlog-hours", "0.05", "--count", "4000", "--late-fraction", "0.05",
+        r = run([tm, "generate", "--backlog-hours", "0.05", "--backlog-end", end, "--count", "4000", "--late-fraction", "0.05",
                  "--late-delay-min", "31h", "--late-delay-max", "60h", "--seed", "12", *common],
                 env=env, cwd=workdir, timeout=240)
         out.append(r.stdout + r.stderr)
@@ -224,7 +246,7 @@ def build_lakehouse(workdir: Path, *, timeout: float = 900) -> LakehouseBuild:
     finally:
         if started:
             run([tm, "broker", "stop", "--dir", str(broker)], env=env, cwd=workdir, timeout=120, check=False)
-    return LakehouseBuild(workdir / "lakehouse", time.monotonic() - t0, "\n".join(out))
+    return LakehouseBuild(workdir / "lakehouse", time.monotonic() - t0, "\n".join(out), base)
 
 
 def private_jar(dst_dir: Path) -> Path:

@@ -33,6 +33,7 @@ import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
@@ -451,7 +452,7 @@ public final class LongHaulBenchmark {
             long[] filesAfter = {dayFiles(Table.KPI_5M, day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
             o.put("versions", "kpi_5m " + kpiBefore + " -> " + kpiAfter + ", raw_events " + rawBefore + " -> " + rawAfter);
             String kpiSql = "SELECT cell_site_id, sum(record_count) AS records, sum(total_gb) AS gb, "
-                    + "hll_sketch_estimate(hll_union_agg(subscriber_sketch)) AS subscribers FROM %s VERSION AS OF %d "
+                    + KpiComputation.distinctOfUnion("subscriber_sketch") + " AS subscribers FROM %s VERSION AS OF %d "
                     + "WHERE event_date = DATE'" + day + "' GROUP BY cell_site_id ORDER BY cell_site_id";
             // Volume summed as decimals: a sum of doubles depends on the order of the files, which compaction changes.
             String rawSql = "SELECT count(*), sum(CAST(volume_gb AS DECIMAL(38, 18))), count(DISTINCT subscriber_id), count(DISTINCT cell_site_id) FROM %s VERSION AS OF %d "

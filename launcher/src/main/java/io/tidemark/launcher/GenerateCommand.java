@@ -74,6 +74,11 @@ final class GenerateCommand extends TidemarkCommand {
                     + "Default count 1,000,000.")
     Double backlogHours;
 
+    @Option(names = "--backlog-end", paramLabel = "INSTANT", converter = InstantConverter.class,
+            description = "With --backlog-hours: the event clock ends at this instant instead of now (ISO-8601 with zone, e.g. "
+                    + "2026-12-03T21:00:00Z), so the same seed gives the same events on any day.")
+    Instant backlogEnd;
+
     @Option(names = "--topic", paramLabel = "NAME", description = "Topic (default: the topic setting).")
     String topic;
 
@@ -141,7 +146,11 @@ final class GenerateCommand extends TidemarkCommand {
             if (count != null && count < 1) {
                 throw new IllegalArgumentException("--count must be at least 1, got " + count);
             }
+            if (backlogEnd != null && backlogHours == null) {
+                throw new IllegalArgumentException("--backlog-end needs --backlog-hours (it ends a backlog's event clock)");
+            }
             if (backlogHours != null) {
+                Instant end = backlogEnd != null ? backlogEnd : now;
                 if (!(backlogHours > 0) || backlogHours > 24 * 365) {
                     throw new IllegalArgumentException("--backlog-hours must be > 0 and at most a year of hours, got " + backlogHours);
                 }
@@ -150,7 +159,7 @@ final class GenerateCommand extends TidemarkCommand {
                 b.ingestMode(IngestMode.BACKLOG)
                         .count(n)
                         .ratePerSecond(rate != null ? rate : 0)
-                        .eventClockStart(now.minusMillis((long) (spanSeconds * 1000)).truncatedTo(ChronoUnit.SECONDS))
+                        .eventClockStart(end.minusMillis((long) (spanSeconds * 1000)).truncatedTo(ChronoUnit.SECONDS))
                         .eventsPerSecondOfEventTime(n / spanSeconds);
             } else {
                 b.ingestMode(IngestMode.LIVE)

@@ -123,6 +123,12 @@ class LauncherPartsTest {
         assertThat(s.backlogSpan()).isCloseTo(Duration.ofHours(30), Duration.ofSeconds(1));
         assertThat(s.isPaced()).isFalse();
 
+        // --backlog-end pins the event clock: the same events on any day.
+        GenerateCommand pinned = new GenerateCommand();
+        new CommandLine(pinned).parseArgs("--backlog-hours", "30", "--count", "200000", "--backlog-end", "2026-12-03T21:00:00Z");
+        assertThat(pinned.spec("t", now).eventClockStart()).isEqualTo(Instant.parse("2026-12-02T15:00:00Z"));
+        assertThat(pinned.spec("t", now.plus(Duration.ofDays(400))).eventClockStart()).isEqualTo(Instant.parse("2026-12-02T15:00:00Z"));
+
         GenerateCommand live = new GenerateCommand();
         new CommandLine(live).parseArgs("--duration", "10s");
         TrafficSpec l = live.spec("t", now);

@@ -95,7 +95,7 @@ class TidemarkCommandLineTest {
     @Test
     void specificHelpTexts() {
         assertThat(run("generate", "--help").out()).contains("--rate", "--duration", "--count", "--cells", "--subscribers",
-                "--out-of-order", "--late-fraction", "--invalid-fraction", "--seed", "--backlog-hours");
+                "--out-of-order", "--late-fraction", "--invalid-fraction", "--seed", "--backlog-hours", "--backlog-end");
         assertThat(run("stream", "--help").out()).contains("--available-now", "--trigger", "--starting-offsets",
                 "--max-records-per-batch", "SIGTERM");
         assertThat(run("demo", "--help").out()).contains("--dir", "--keep", "--keep-broker", "--live-seconds", "--rate");
@@ -172,6 +172,9 @@ class TidemarkCommandLineTest {
         assertBadInput(run("generate", "--cells", "0"), "tidemark generate", "--cells");
         assertBadInput(run("generate", "--duration", "soon"), "tidemark generate", "--duration", "soon");
         assertBadInput(run("generate", "--backlog-hours", "-1"), "tidemark generate", "--backlog-hours");
+        assertBadInput(run("generate", "--backlog-end", "2026-12-03T21:00:00Z"), "tidemark generate", "--backlog-end needs --backlog-hours");
+        assertBadInput(run("generate", "--backlog-hours", "2", "--backlog-end", "yesterday"), "tidemark generate", "--backlog-end",
+                "2026-12-03T21:00:00Z");
         assertBadInput(run("generate", "--late-delay-min", "1m"), "tidemark generate", "--late-delay-min", "--out-of-order");
         assertBadInput(run("generate", "--rate", "-5"), "tidemark generate", "--rate");
     }

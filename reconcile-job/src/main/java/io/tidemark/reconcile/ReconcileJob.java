@@ -35,6 +35,7 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.IncompatibleQueryException;
+import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
@@ -197,8 +198,8 @@ public final class ReconcileJob {
                             coalesce(sum("stream_count"), lit(0L)).as("stream_count"),
                             sum("stream_gb").as("stream_gb"),
                             coalesce(sum("late_records"), lit(0L)).as("late_records"),
-                            coalesce(expr("hll_sketch_estimate(hll_union_agg(stream_sketch))"), lit(0L)).as("stream_subscribers"),
-                            coalesce(expr("hll_sketch_estimate(hll_union_agg(batch_sketch))"), lit(0L)).as("batch_subscribers"))
+                            coalesce(expr(KpiComputation.distinctOfUnion("stream_sketch")), lit(0L)).as("stream_subscribers"),
+                            coalesce(expr(KpiComputation.distinctOfUnion("batch_sketch")), lit(0L)).as("batch_subscribers"))
                     .first();
             long windows = f.getLong(f.fieldIndex("windows"));
             long batchCount = f.getLong(f.fieldIndex("batch_count"));
