@@ -39,16 +39,6 @@ final class SharedInfrastructure implements ExtensionContext.Store.CloseableReso
         return instance;
     }
 
-    /**
-     * Where generated traffic's event clock ends: {@code timeOfDay} (UTC) of yesterday. What a test
-     * asserts depends on where records fall relative to UTC day and window boundaries, so the
-     * traffic must sit at the same time of day whatever hour the suite runs at; yesterday keeps it
-     * in the past (no clock-skew refusal) and recent.
-     */
-    static java.time.Instant baseTime(java.time.LocalTime timeOfDay) {
-        return java.time.LocalDate.now(java.time.ZoneOffset.UTC).minusDays(1).atTime(timeOfDay).toInstant(java.time.ZoneOffset.UTC);
-    }
-
     /** A fresh directory for one test. */
     Path newDir(String name) throws Exception {
         Path d = work.resolve(name + "-" + UUID.randomUUID().toString().substring(0, 8));

@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.LocalDate;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -53,14 +55,14 @@ class StandaloneClusterTest {
         Path dir = infra.newDir("cluster");
         String topic = "cluster-" + dir.getFileName();
         infra.broker.createTopic(topic, 2);
-        // 6,000 records over the 40 hours of event time before yesterday 20:00 UTC, 750 per batch (5 hours each): days close while the
+        // 6,000 records over 40 hours of event time, 750 per batch (5 hours each): days close while the
         // stream drains the backlog. Late records come 10 to 20 hours (2 to 4 batches) after their time,
         // so they are late whatever the batch boundaries, and some of the reconciled day's come before
         // the reconcile reads it, some after.
         long count = 6_000;
         double spanSeconds = 40 * 3600;
         TrafficSpec spec = TrafficSpec.builder().topic(topic).count(count).ratePerSecond(0).ingestMode(IngestMode.BACKLOG)
-                .eventClockStart(SharedInfrastructure.baseTime(java.time.LocalTime.of(20, 0)).minusSeconds((long) spanSeconds))
+                .eventClockStart(Instant.now().minusSeconds((long) spanSeconds).truncatedTo(ChronoUnit.SECONDS))
                 .eventsPerSecondOfEventTime(count / spanSeconds)
                 .cells(20).subscribers(500).lateFraction(0.03).lateDelay(Duration.ofHours(10), Duration.ofHours(20))
                 .invalidFraction(0.01).seed(17).build();
