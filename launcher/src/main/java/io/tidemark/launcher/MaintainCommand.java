@@ -6,7 +6,6 @@ import java.util.List;
 
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.CommitRetry;
 import io.tidemark.reconcile.Maintenance;
@@ -35,7 +34,7 @@ final class MaintainCommand extends TidemarkCommand {
     @Override
     public Integer call() {
         TidemarkConfig config = config();
-        SparkSession spark = SparkSessions.create(config, "tidemark-maintain");
+        SparkSession spark = spark(config, "tidemark-maintain");
         try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
             List<Maintenance.TableReport> reports = new Maintenance(spark, config, ps, CommitRetry.defaults())
                     .run(new Maintenance.Options(dryRun, noVacuum ? null : config.vacuumRetention(), force));
@@ -47,7 +46,7 @@ final class MaintainCommand extends TidemarkCommand {
         } catch (ReconcileRefusedException e) {
             throw new UserError(e.getMessage(), e);
         } finally {
-            spark.stop();
+            release(spark);
         }
         return Tidemark.OK;
     }

@@ -6,7 +6,6 @@ import java.time.LocalDate;
 
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
@@ -46,7 +45,7 @@ final class ReconcileCommand extends TidemarkCommand {
     public Integer call() {
         TidemarkConfig config = config();
         DaySelection selection = selection(config);
-        SparkSession spark = SparkSessions.create(config, "tidemark-reconcile");
+        SparkSession spark = spark(config, "tidemark-reconcile");
         try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
             ReconcileResult result = new ReconcileJob(spark, config, ps).run(selection, dryRun, runId);
             ps.flush();
@@ -55,7 +54,7 @@ final class ReconcileCommand extends TidemarkCommand {
         } catch (ReconcileRefusedException e) {
             throw new UserError(e.getMessage(), e);
         } finally {
-            spark.stop();
+            release(spark);
         }
         return Tidemark.OK;
     }

@@ -5,7 +5,6 @@ import java.nio.file.Path;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.HealthReport;
 import io.tidemark.reconcile.ReconcileRefusedException;
@@ -35,7 +34,7 @@ final class ReportCommand extends TidemarkCommand {
             throw new UserError(e.getMessage());
         }
         TidemarkConfig config = config();
-        SparkSession spark = SparkSessions.create(config, "tidemark-report");
+        SparkSession spark = spark(config, "tidemark-report");
         try {
             HealthReport.Figures f = HealthReport.write(spark, Lakehouse.of(config), n, out);
             say("report: %s (%d days, %d invalid reasons, %d time points)", out.toAbsolutePath(), f.days().size(), f.invalid().size(),
@@ -43,7 +42,7 @@ final class ReportCommand extends TidemarkCommand {
         } catch (ReconcileRefusedException e) {
             throw new UserError(e.getMessage(), e);
         } finally {
-            spark.stop();
+            release(spark);
         }
         return Tidemark.OK;
     }

@@ -20,7 +20,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
@@ -154,13 +153,13 @@ final class StatusCommand extends TidemarkCommand {
         Gaps gaps = null;
         List<Maintenance.TableState> tables = List.of();
         if (LakehouseFigures.progressTableExists(lakehouse)) {
-            SparkSession spark = SparkSessions.create(config, "tidemark-status");
+            SparkSession spark = spark(config, "tidemark-status");
             try {
                 figures = LakehouseFigures.read(spark, lakehouse, batches);
                 gaps = gaps(spark, lakehouse);
                 tables = tables(spark, lakehouse, figures);
             } finally {
-                spark.stop();
+                release(spark);
             }
         }
         Instant now = Instant.now();

@@ -11,7 +11,10 @@ import java.util.Properties;
 import java.util.TimeZone;
 import java.util.concurrent.Callable;
 
+import org.apache.spark.sql.SparkSession;
+
 import io.tidemark.broker.BrokerException;
+import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.stream.StreamFailure;
 import picocli.CommandLine;
@@ -58,13 +61,57 @@ public final class Tidemark implements Callable<Integer> {
     CommandSpec spec;
 
     private final Map<String, String> env;
+    final Sessions sessions;
+
+    /**
+     * Where a command's Spark session comes from and what becomes of it when the command ends. The
+     * command line gives each command a session of its own ({@link #OWN}); a test runs the commands
+     * in its JVM with its own session ({@link #shared}).
+     */
+    public interface Sessions {
+        SparkSession open(TidemarkConfig config, String appName);
+
+        void release(SparkSession spark);
+
+        /** A session built for the command and stopped when it ends. */
+        Sessions OWN = new Sessions() {
+            @Override
+            public SparkSession open(TidemarkConfig config, String appName) {
+                return SparkSessions.create(config, appName);
+            }
+
+            @Override
+            public void release(SparkSession spark) {
+                spark.stop();
+            }
+        };
+
+        /** {@code spark} for every command, left running when it ends. */
+        static Sessions shared(SparkSession spark) {
+            return new Sessions() {
+                @Override
+                public SparkSession open(TidemarkConfig config, String appName) {
+                    return spark;
+                }
+
+                @Override
+                public void release(SparkSession ignored) {
+                }
+            };
+        }
+    }
 
     public Tidemark() {
         this(System.getenv());
     }
 
     public Tidemark(Map<String, String> env) {
+        this(env, Sessions.OWN);
+    }
+
+    public Tidemark(Map<String, String> env, Sessions sessions) {
         this.env = env;
+        this.sessions = sessions;
     }
 
     @Override
@@ -115,7 +162,12 @@ public final class Tidemark implements Callable<Integer> {
 
     /** A command line with Tidemark's exit codes and error reporting, writing to the given streams. */
     public static CommandLine commandLine(Map<String, String> env, PrintWriter out, PrintWriter err) {
-        CommandLine cl = new CommandLine(new Tidemark(env));
+        return commandLine(env, out, err, Sessions.OWN);
+    }
+
+    /** As {@link #commandLine(Map, PrintWriter, PrintWriter)}, the commands' Spark sessions from {@code sessions}. */
+    public static CommandLine commandLine(Map<String, String> env, PrintWriter out, PrintWriter err, Sessions sessions) {
+        CommandLine cl = new CommandLine(new Tidemark(env, sessions));
         cl.setOut(out);
         cl.setErr(err);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
@@ -250,9 +302,14 @@ public final class Tidemark implements Callable<Integer> {
 
     /** Runs a command line; returns the exit code. */
     public static int run(String[] args, Map<String, String> env, PrintWriter out, PrintWriter err) {
+        return run(args, env, out, err, Sessions.OWN);
+    }
+
+    /** As {@link #run(String[], Map, PrintWriter, PrintWriter)}, the commands' Spark sessions from {@code sessions} (a test's, in-process). */
+    public static int run(String[] args, Map<String, String> env, PrintWriter out, PrintWriter err, Sessions sessions) {
         int code;
         try {
-            code = commandLine(env, out, err).execute(args);
+            code = commandLine(env, out, err, sessions).execute(args);
         } catch (LinkageError e) {
             // picocli passes Errors through: a class missing or changed under the running JVM.
             err.println("tidemark: failed: " + describe(e) + " (the build changed while this ran? run it again)");

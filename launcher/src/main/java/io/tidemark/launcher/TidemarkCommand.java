@@ -47,6 +47,15 @@ abstract class TidemarkCommand implements Callable<Integer> {
         return config(Map.of());
     }
 
+    /** The command's Spark session ({@link Tidemark.Sessions}); give it back with {@link #release}. */
+    org.apache.spark.sql.SparkSession spark(TidemarkConfig config, String appName) {
+        return root().sessions.open(config, appName);
+    }
+
+    void release(org.apache.spark.sql.SparkSession spark) {
+        root().sessions.release(spark);
+    }
+
     /** A progress line, flushed at once (commands run for minutes). */
     void say(String format, Object... args) {
         out().println(args.length == 0 ? format : String.format(java.util.Locale.ROOT, format, args));

@@ -79,16 +79,29 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         this.listener = listener;
     }
 
+    /** The micro-batch of the streaming query: what it is given is read from Spark and the checkpoint ({@link BatchInput}). */
     @Override
     public void call(Dataset<Row> kafkaBatch, Long batchIdBoxed) throws Exception {
         long batchId = batchIdBoxed;
-        long startedMs = System.currentTimeMillis();
-        long startedNanos = System.nanoTime();
         SparkSession spark = kafkaBatch.sparkSession();
         String queryId = spark.sparkContext().getLocalProperty("sql.streaming.queryId");
         if (queryId == null) {
             throw new IllegalStateException("MicroBatchWriter must run inside foreachBatch of a streaming query");
         }
+        write(kafkaBatch, BatchInput.fromCheckpoint(config, spark.sparkContext().hadoopConfiguration(), queryId, batchId));
+    }
+
+    /**
+     * Writes one batch of Kafka records (the columns of Spark's Kafka source) to every table, given
+     * what {@code in} says of it. {@link #call} is this inside a streaming query; a test calls it
+     * directly with crafted batches.
+     */
+    public void write(Dataset<Row> kafkaBatch, BatchInput in) throws Exception {
+        long batchId = in.batchId();
+        String queryId = in.queryId();
+        long startedMs = System.currentTimeMillis();
+        long startedNanos = System.nanoTime();
+        SparkSession spark = kafkaBatch.sparkSession();
         for (StreamLease lease : leases) {
             lease.requireHeld();
         }
@@ -127,15 +140,14 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 }
             }
             long recordsIn = onTime + late + invalid;
-            long batchTimeMs = StreamCheckpoint.batchTimestampMs(config.checkpointUri(), spark.sparkContext().hadoopConfiguration(), batchId);
-            WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMsByPartition, batchTimeMs);
+            WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMsByPartition, in.batchTimeMs());
             warnOnSkew(entry);
             long classifiedMs = System.currentTimeMillis();
             trace(batchId, "classify+cache+summary", startedNanos);
             CrashPoint.AFTER_CLASSIFY.reached(batchId);
 
             List<Future<Long>> commits = new ArrayList<>();
-            List<KafkaGaps.Gap> gaps = config.failOnDataLoss() ? List.of() : gaps(spark, classified, batchId);
+            List<KafkaGaps.Gap> gaps = config.failOnDataLoss() ? List.of() : gaps(in, classified);
             if (!gaps.isEmpty()) {
                 commits.add(submit(spark, () -> {
                     append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), Lakehouse.schema(Table.STREAM_GAPS)), Table.STREAM_GAPS, batchId);
@@ -174,17 +186,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                     return rows;
                 });
             }
-            long kpiRows = 0;
-            try {
-                for (Future<Long> f : commits) {
-                    f.get();
-                }
-                if (kpi != null) {
-                    kpiRows = kpi.get();
-                }
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof Exception ex ? ex : e;
+            if (kpi != null) {
+                commits.add(kpi);
             }
+            awaitAll(commits);
+            long kpiRows = kpi == null ? 0 : kpi.get();
             long writtenMs = System.currentTimeMillis();
             CrashPoint.BEFORE_PROGRESS.reached(batchId);
             Row progress = progressRow(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
@@ -207,23 +213,20 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
 
     /**
      * The Kafka offsets this batch should have read but did not (see {@link KafkaGaps}): Spark's own
-     * plan for the batch from the checkpoint's offset log, against the offsets the batch holds.
+     * plan for the batch ({@link BatchInput}'s offsets, from the checkpoint's offset log), against the
+     * offsets the batch holds.
      */
-    private List<KafkaGaps.Gap> gaps(SparkSession spark, Dataset<Row> classified, long batchId) {
+    private List<KafkaGaps.Gap> gaps(BatchInput in, Dataset<Row> classified) {
         long t0 = System.nanoTime();
-        org.apache.hadoop.conf.Configuration hadoop = spark.sparkContext().hadoopConfiguration();
-        String checkpoint = config.checkpointUri();
-        java.util.Map<Integer, Long> start = StreamCheckpoint.startOffsets(checkpoint, hadoop, config.topic(), batchId);
-        java.util.Map<Integer, Long> end = StreamCheckpoint.endOffsets(checkpoint, hadoop, config.topic(), batchId);
-        if (start == null || end == null) {
-            LOG.warn("batch {}: the checkpoint no longer holds its start and end offsets; not checked for lost Kafka offsets", batchId);
+        if (!in.plannedOffsetsKnown()) {
+            LOG.warn("batch {}: the checkpoint no longer holds its start and end offsets; not checked for lost Kafka offsets", in.batchId());
             return List.of();
         }
-        List<KafkaGaps.Gap> gaps = KafkaGaps.find(config.topic(), start, end, KafkaGaps.read(classified));
+        List<KafkaGaps.Gap> gaps = KafkaGaps.find(config.topic(), in.startOffsets(), in.endOffsets(), KafkaGaps.read(classified));
         for (KafkaGaps.Gap g : gaps) {
-            LOG.warn("batch {}: Kafka data loss, continuing past it (stream.fail-on-data-loss=false): {}; recorded in stream_gaps", batchId, g.describe());
+            LOG.warn("batch {}: Kafka data loss, continuing past it (stream.fail-on-data-loss=false): {}; recorded in stream_gaps", in.batchId(), g.describe());
         }
-        trace(batchId, "gap-check", t0);
+        trace(in.batchId(), "gap-check", t0);
         return gaps;
     }
 
@@ -333,6 +336,27 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {} minutes, more than the lateness ({}): {}", skew.trailing(),
                 skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), QueryDefinition.human(config.lateness()),
                 effect);
+    }
+
+    /**
+     * Waits for every commit of the batch, then throws the first failure: a failed batch leaves no
+     * commit of its own still running behind it, which a restart (in this JVM or another) would
+     * race with when it checks which tables already hold the batch.
+     */
+    private static void awaitAll(List<Future<Long>> commits) throws Exception {
+        Exception first = null;
+        for (Future<Long> f : commits) {
+            try {
+                f.get();
+            } catch (ExecutionException e) {
+                if (first == null) {
+                    first = e.getCause() instanceof Exception ex ? ex : e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     private Future<Long> submit(SparkSession spark, java.util.concurrent.Callable<Long> work) {

@@ -61,9 +61,29 @@ public final class StreamingJob {
         checkBeforeStart();
         takeLeases();
         startMetrics();
+        prepare(spark, config); // the lease is held: no other stream commits meanwhile
+        Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
+        StreamingQuery query = source().writeStream()
+                .queryName("tidemark-stream")
+                .option("checkpointLocation", config.checkpointUri())
+                .trigger(trigger)
+                .foreachBatch(writer)
+                .start();
+        if (metrics != null) {
+            metrics.follow(spark, query.id(), Lakehouse.of(config));
+        }
+        return query;
+    }
+
+    /**
+     * What the writer's batches need before the first one: the tables, the query definition recorded
+     * in the checkpoint and lakehouse, and the session's write settings. {@link #start} calls it with
+     * the leases held; a test that drives the writer directly ({@code BatchDriver}) calls it first.
+     */
+    public static void prepare(SparkSession spark, TidemarkConfig config) {
         Lakehouse lakehouse = Lakehouse.of(config);
         lakehouse.createAndRegister(spark);
-        lakehouse.applyDeclaredProperties(spark); // the lease is held: no other stream commits meanwhile
+        lakehouse.applyDeclaredProperties(spark);
         QueryDefinition.record(spark, config);
         // The batch is cached once and read by four writers; compressing the cache costs more than it saves here.
         spark.conf().set("spark.sql.inMemoryColumnarStorage.compressed", "false");
@@ -82,17 +102,6 @@ public final class StreamingJob {
         // A micro-batch touches a few event dates: write each task's rows to one open file per date
         // instead of sorting the whole batch by date first (Spark falls back to the sort past 8 dates).
         spark.conf().set("spark.sql.maxConcurrentOutputFileWriters", "8");
-        Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
-        StreamingQuery query = source().writeStream()
-                .queryName("tidemark-stream")
-                .option("checkpointLocation", config.checkpointUri())
-                .trigger(trigger)
-                .foreachBatch(writer)
-                .start();
-        if (metrics != null) {
-            metrics.follow(spark, query.id(), Lakehouse.of(config));
-        }
-        return query;
     }
 
     /** The metrics endpoint ({@code metrics.port}, 0 = none), once the leases are held: a refused start never binds the port. */

@@ -20,13 +20,14 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import io.tidemark.launcher.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.stream.StreamingJob;
 import io.tidemark.tests.KafkaFixtures.Message;
 
 /**
- * Crafted out-of-order input through the real broker and the real streaming job, four records per
- * micro-batch, with the exact rows every table must hold afterwards. Window 5 min, lateness 10 min.
- * The comments give the watermark in force per batch (the threshold of {@code WatermarkLedger}).
+ * Crafted out-of-order input through the stream's whole writer ({@link BatchDriver}: no broker, no
+ * streaming query), four records per micro-batch, with the exact rows every table must hold
+ * afterwards. Window 5 min, lateness 10 min. The comments give the watermark in force per batch (the
+ * threshold of {@code WatermarkLedger}). The same input through the real broker and query is
+ * {@link StatusJsonTest}'s.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CraftedBatchesTest {
@@ -41,20 +42,17 @@ class CraftedBatchesTest {
     private SparkSession spark;
 
     @BeforeAll
-    void runTheStreamOverCraftedBatches() throws Exception {
+    void writeTheCraftedBatches() throws Exception {
         Path dir = infra.newDir("crafted");
-        String topic = "crafted-" + dir.getFileName();
-        infra.broker.createTopic(topic, 1);
-        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, messages());
-
-        TidemarkConfig config = infra.config(dir, topic)
-                .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "4")
-                .build();
+        TidemarkConfig config = infra.config(dir, "crafted-" + dir.getFileName()).build();
         spark = infra.spark;
         lakehouse = Lakehouse.of(config);
-        StreamingJob job = new StreamingJob(spark, config, null);
-        job.start(true).awaitTermination();
-        job.close();
+        List<Message> m = messages();
+        try (BatchDriver driver = new BatchDriver(spark, config)) {
+            for (int b = 0; b < m.size() / 4; b++) {
+                driver.pipe(INGEST.plusSeconds(b), m.subList(4 * b, 4 * b + 4).toArray(Message[]::new));
+            }
+        }
     }
 
     private static Message msg(String value) {
@@ -62,7 +60,7 @@ class CraftedBatchesTest {
     }
 
     /**
-     * The crafted input, 24 records on one partition, four per batch (stream.max-offsets-per-trigger=4),
+     * The crafted input, 24 records on one partition, four per batch (as stream.max-offsets-per-trigger=4 makes them),
      * all with the Kafka timestamp {@link #INGEST}: 14 on time, 6 late, 4 invalid, in 6 batches.
      */
     static List<Message> messages() {

@@ -26,13 +26,14 @@ import io.tidemark.lakehouse.TidemarkConfig.Key;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
-import io.tidemark.stream.StreamingJob;
 import io.tidemark.tests.KafkaFixtures.Message;
 
 /**
- * Partition skew, both watermark policies side by side over one topic: two partitions, partition
- * 1's event clock at half the speed of partition 0's, every record in order within its partition,
- * 100 records per batch (50 from each), window 5 minutes, lateness 10 minutes. Then both partitions
+ * Partition skew, both watermark policies side by side over the same batches, piped through the
+ * stream's whole writer ({@link BatchDriver}): two partitions, partition 1's event clock at half the
+ * speed of partition 0's, every record in order within its partition, 100 records per batch (50
+ * from each, as stream.max-offsets-per-trigger=100 over two equally full partitions makes them),
+ * window 5 minutes, lateness 10 minutes. Then both partitions
  * send two batches of the next day, which closes the day under either policy, and reconcile
  * replaces it.
  *
@@ -67,20 +68,32 @@ class PartitionSkewTest {
     void minPartitionCallsNothingLateForLaggingAndDelaysFinalWindowsByNoMoreThanTheSkew() throws Exception {
         Path dir = infra.newDir("skew");
         String topic = "skew-" + dir.getFileName();
-        SKEWED.produce(infra, topic);
         Instant tail = DAY.plusDays(1).atTime(1, 0).toInstant(java.time.ZoneOffset.UTC);
-        for (int p = 0; p < 2; p++) {
-            List<Message> next = new ArrayList<>();
-            for (int i = 0; i < TAIL; i++) {
-                Instant t = tail.plusSeconds(i);
-                next.add(new Message(KafkaFixtures.event("t" + i, "c" + i % 12, t.toString(), 0.5), t.plusSeconds(1)));
+        List<List<BatchDriver.In>> batches = new ArrayList<>();
+        List<List<Message>> main = List.of(SKEWED.partition(0), SKEWED.partition(1));
+        for (int b = 0; b < SKEWED.perPartition() / PER_BATCH; b++) {
+            List<BatchDriver.In> batch = new ArrayList<>();
+            for (int p = 0; p < 2; p++) {
+                for (Message m : main.get(p).subList(b * PER_BATCH, (b + 1) * PER_BATCH)) {
+                    batch.add(new BatchDriver.In(p, m));
+                }
             }
-            KafkaFixtures.send(infra.broker.bootstrapServers(), topic, p, next);
+            batches.add(batch);
+        }
+        for (int b = 0; b < TAIL / PER_BATCH; b++) {
+            List<BatchDriver.In> batch = new ArrayList<>();
+            for (int p = 0; p < 2; p++) {
+                for (int i = b * PER_BATCH; i < (b + 1) * PER_BATCH; i++) {
+                    Instant t = tail.plusSeconds(i);
+                    batch.add(new BatchDriver.In(p, new Message(KafkaFixtures.event("t" + i, "c" + i % 12, t.toString(), 0.5), t.plusSeconds(1))));
+                }
+            }
+            batches.add(batch);
         }
 
         Map<String, Outcome> outcomes = new LinkedHashMap<>();
         for (String policy : List.of("spark", "min-partition")) {
-            outcomes.put(policy, run(dir.resolve(policy), topic, policy));
+            outcomes.put(policy, run(dir.resolve(policy), topic, policy, batches));
         }
         Outcome spark = outcomes.get("spark");
         Outcome min = outcomes.get("min-partition");
@@ -153,14 +166,15 @@ class PartitionSkewTest {
         return late;
     }
 
-    private static Outcome run(Path dir, String topic, String policy) throws Exception {
+    private static Outcome run(Path dir, String topic, String policy, List<List<BatchDriver.In>> batches) throws Exception {
         TidemarkConfig config = infra.config(dir, topic).set(Key.MAX_OFFSETS_PER_TRIGGER, String.valueOf(2 * PER_BATCH))
                 .set(Key.WATERMARK_POLICY, policy).set(Key.WATERMARK_IDLE_TIMEOUT, "10 minutes").build();
-        StreamingJob job = new StreamingJob(infra.spark, config, null);
-        try {
-            job.start(true).awaitTermination();
-        } finally {
-            job.close();
+        Instant batchTime = Instant.parse("2026-11-29T12:00:00Z");
+        try (BatchDriver driver = new BatchDriver(infra.spark, config)) {
+            for (List<BatchDriver.In> batch : batches) {
+                driver.pipe(batchTime, batch);
+                batchTime = batchTime.plusSeconds(2);
+            }
         }
         Lakehouse lakehouse = Lakehouse.of(config);
         ConservationCheck.Report check = ConservationCheck.check(infra.spark, lakehouse, Duration.ofMinutes(5), RECORDS + 2L * TAIL);

@@ -69,7 +69,7 @@ class StatusJsonTest {
         query.processAllAvailable();
 
         // Drained and just written: healthy (0), every figure as the crafted input decides.
-        Status healthy = status(config, "--stalled-after", "1000");
+        Status healthy = statusInItsOwnJvm(config, "--stalled-after", "1000");
         assertThat(healthy.code()).as(healthy.err()).isZero();
         JsonNode d = healthy.doc();
         assertThat(d.at("/health/state").asText()).isEqualTo("healthy");
@@ -127,28 +127,47 @@ class StatusJsonTest {
         assertThat(blind.doc().at("/kafka/topic_exists").isNull()).isTrue();
     }
 
-    /** Runs {@code tidemark status --json} in its own JVM, as a probe would; the document must validate against the schema. */
+    /**
+     * Runs {@code tidemark status --json} in this JVM with the tests' Spark session (the exit code is
+     * {@link Tidemark#run}'s); the document must validate against the schema.
+     */
     private Status status(TidemarkConfig config, String... extra) throws Exception {
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.StringWriter err = new java.io.StringWriter();
+        int code = Tidemark.run(args(config, extra).toArray(String[]::new), System.getenv(), new java.io.PrintWriter(out),
+                new java.io.PrintWriter(err), Tidemark.Sessions.shared(infra.spark));
+        return validated(code, out.toString(), err.toString());
+    }
+
+    /** As {@link #status}, in a JVM of its own, as a probe would run it: the entry point's exit code and stdout. */
+    private Status statusInItsOwnJvm(TidemarkConfig config, String... extra) throws Exception {
+        Path out = Files.createTempFile(workDir, "status-", ".json");
+        Path err = Files.createTempFile(workDir, "status-", ".log");
+        JobProcess p = JobProcess.start(Tidemark.class, args(config, extra), Map.of(), out, err);
+        int code = p.await(300);
+        return validated(code, Files.readString(out), Files.readString(err));
+    }
+
+    private static List<String> args(TidemarkConfig config, String... extra) {
         List<String> args = new ArrayList<>(List.of("status", "--json"));
         args.addAll(List.of(extra));
         for (Key k : List.of(Key.KAFKA_BOOTSTRAP, Key.TOPIC, Key.LAKEHOUSE, Key.CHECKPOINT, Key.TRIGGER)) {
             args.add("--set");
             args.add(k.name + "=" + config.get(k));
         }
-        Path out = Files.createTempFile(workDir, "status-", ".json");
-        Path err = Files.createTempFile(workDir, "status-", ".log");
-        JobProcess p = JobProcess.start(Tidemark.class, args, Map.of(), out, err);
-        int code = p.await(300);
-        String json = Files.readString(out);
+        return args;
+    }
+
+    private static Status validated(int code, String json, String err) throws Exception {
         JsonNode doc;
         try {
             doc = JSON.readTree(json);
         } catch (IOException e) {
-            throw new AssertionError("not JSON on stdout (exit " + code + "): " + json + "\nstderr: " + Files.readString(err), e);
+            throw new AssertionError("not JSON on stdout (exit " + code + "): " + json + "\nstderr: " + err, e);
         }
         Set<ValidationMessage> problems = schema().validate(doc);
         assertThat(problems).as("schema violations of %s", json).isEmpty();
-        return new Status(code, doc, Files.readString(err));
+        return new Status(code, doc, err);
     }
 
     private static JsonSchema schema;

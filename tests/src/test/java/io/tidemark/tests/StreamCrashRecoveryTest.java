@@ -1,6 +1,7 @@
 package io.tidemark.tests;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,8 +23,9 @@ import io.tidemark.stream.CrashPoint;
 import io.tidemark.stream.StreamingJob;
 
 /**
- * The streaming job in its own JVM, killed again and again at different points of a batch and
- * restarted from its checkpoint each time; afterwards conservation holds exactly, no table has a
+ * The streaming job stopped again and again at different points of a batch and restarted from its
+ * checkpoint each time: five crash points inside the batch (thrown out of it, the query restarted in
+ * this JVM), then SIGKILLs of the job in a JVM of its own at random moments; afterwards conservation holds exactly, no table has a
  * duplicate row, and every table equals that of an uninterrupted run over the same topic.
  *
  * <p>It runs with {@code watermark.policy=min-partition} over a skewed topic (partition 1's event
@@ -55,23 +57,33 @@ class StreamCrashRecoveryTest {
                 "stream.max-offsets-per-trigger=1500", "watermark.policy=min-partition", "watermark.idle-timeout=10 minutes");
         Path log = dir.resolve("stream.log");
 
-        // Halts inside the batch, each at a different point, each in a different batch.
+        // Stopped dead inside the batch, each at a different point, each in a different batch: the
+        // point throws out of the batch (CrashPoint.throwAt) and the query is started again in this JVM.
         List<String> crashes = List.of(
                 CrashPoint.AFTER_CLASSIFY + "@1",
                 CrashPoint.AFTER_RAW_EVENTS + "@2",
                 CrashPoint.AFTER_KPI_WRITE + "@3",
                 CrashPoint.BEFORE_PROGRESS + "@4",
                 CrashPoint.AFTER_PROGRESS + "@5");
-        int kills = 0;
+        int crashed = 0;
         for (String crash : crashes) {
-            JobProcess job = JobProcess.start(StreamingJob.class, args, Map.of(CrashPoint.PROPERTY, crash), log);
-            assertThat(job.await(300)).as("exit code of the run halted at %s\n%s", crash, job.tail()).isEqualTo(137);
-            assertThat(Files.readString(log)).contains("halting at " + crash.replace("@", " of batch "));
-            kills++;
+            try (AutoCloseable armed = CrashPoint.throwAt(crash)) {
+                StreamingJob job = new StreamingJob(infra.spark, config, null);
+                try {
+                    Throwable stopped = catchThrowable(() -> job.start(true).awaitTermination());
+                    assertThat(stopped).as("the run stopped at %s", crash).isNotNull();
+                    assertThat(rootCause(stopped)).as("the run stopped at %s", crash).isInstanceOf(CrashPoint.Crash.class)
+                            .hasMessage("crash test: stopped at " + crash.replace("@", " of batch "));
+                } finally {
+                    job.close();
+                }
+            }
+            crashed++;
         }
-        // External SIGKILLs at random moments while batches run.
+        // External SIGKILLs of the job in its own JVM at random moments while batches run.
         Random random = new Random(3);
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
+        int kills = 0;
         for (int i = 0; i < 2; i++) {
             long before = commits(progressLog);
             JobProcess job = JobProcess.start(StreamingJob.class, args, Map.of(), log);
@@ -85,10 +97,16 @@ class StreamCrashRecoveryTest {
                 kills++;
             }
         }
-        JobProcess last = JobProcess.start(StreamingJob.class, args, Map.of(), log);
-        assertThat(last.await(600)).as("final run\n%s", last.tail()).isEqualTo(0);
+        // The rest, in this JVM, after the last kill.
+        StreamingJob last = new StreamingJob(infra.spark, config, null);
+        try {
+            last.start(true).awaitTermination();
+        } finally {
+            last.close();
+        }
 
-        assertThat(kills).isGreaterThanOrEqualTo(6);
+        assertThat(crashed).isEqualTo(5);
+        assertThat(crashed + kills).isGreaterThanOrEqualTo(6);
         assertThat(Files.readString(log)).as("the skew warning").contains("Kafka partition 1's event clock trails partition 0's by",
                 "with watermark.policy=min-partition it holds the watermark back");
         ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), Duration.ofMinutes(5), skewed.records());
@@ -110,12 +128,19 @@ class StreamCrashRecoveryTest {
         Lakehouse uninterrupted = Lakehouse.of(reference);
         for (Lakehouse.Table t : List.of(Lakehouse.Table.RAW_EVENTS, Lakehouse.Table.LATE_EVENTS, Lakehouse.Table.DEAD_LETTER,
                 Lakehouse.Table.KPI_5M, Lakehouse.Table.STREAM_PROGRESS)) {
-            assertThat(rows(killed, t)).as("%s after %d kills, against the uninterrupted run", t.tableName(), kills)
+            assertThat(rows(killed, t)).as("%s after %d crashes and %d kills, against the uninterrupted run", t.tableName(), crashed, kills)
                     .containsExactlyElementsOf(rows(uninterrupted, t));
         }
         long late = infra.spark.read().format("delta").load(killed.path(Lakehouse.Table.LATE_EVENTS)).count();
         assertThat(late).as("late records: those 20 minutes behind their own partition's clock, once the watermark passed them")
                 .isPositive().isLessThanOrEqualTo(skewed.records() / 40);
+    }
+
+    private static Throwable rootCause(Throwable t) {
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t;
     }
 
     /**

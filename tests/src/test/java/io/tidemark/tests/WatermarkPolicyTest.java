@@ -25,10 +25,13 @@ import io.tidemark.stream.StreamingJob;
 import io.tidemark.tests.KafkaFixtures.Message;
 
 /**
- * watermark.policy over a crafted two-partition topic through the real broker and stream, one record
- * per partition per micro-batch (stream.max-offsets-per-trigger=2 over two equally full partitions).
- * Window 5 min, lateness 10 min. Partition 0's event clock runs ten minutes per batch, partition 1's
- * two: the expected watermarks below are written out by hand from each policy's definition.
+ * watermark.policy over crafted two-partition batches through the stream's whole writer
+ * ({@link BatchDriver}: no broker, no streaming query, explicit batch timestamps), one record per
+ * partition per micro-batch, as stream.max-offsets-per-trigger=2 over two equally full partitions
+ * makes them. Window 5 min, lateness 10 min. Partition 0's event clock runs ten minutes per batch,
+ * partition 1's two: the expected watermarks below are written out by hand from each policy's
+ * definition. Both policies through Spark's engine and the real broker: {@link PartitionSkewTest}
+ * (against an independent write-out of the rule) and {@link StreamCrashRecoveryTest}.
  */
 class WatermarkPolicyTest {
     static SharedInfrastructure infra;
@@ -37,6 +40,8 @@ class WatermarkPolicyTest {
     static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
 
     private static final Instant INGEST = Instant.parse("2026-11-28T12:00:00Z");
+    /** Spark's timestamp of batch 0; the others follow a second apart unless a test says otherwise. */
+    private static final Instant BATCH_0 = Instant.parse("2026-11-28T12:00:05Z");
     private static final String D = "2026-11-28T";
 
     private static List<Message> at(String cell, String... times) {
@@ -79,6 +84,7 @@ class WatermarkPolicyTest {
                     .map(r -> (Object) tuple(r.getInt(0), r.getString(1))).toList();
         }
 
+        /** The real stream over this configuration's topic and checkpoint, to the end of the topic. */
         void runToEnd() throws Exception {
             StreamingJob job = new StreamingJob(spark, config, null);
             try {
@@ -89,18 +95,23 @@ class WatermarkPolicyTest {
         }
     }
 
+    /** One batch: {@code p0} on partition 0, {@code p1} on partition 1. */
+    private static List<BatchDriver.In> pair(Message p0, Message p1) {
+        return List.of(new BatchDriver.In(0, p0), new BatchDriver.In(1, p1));
+    }
+
     private static Run crafted(String policy) throws Exception {
         Path dir = infra.newDir("policy-" + policy);
-        String topic = "policy-" + dir.getFileName();
-        infra.broker.createTopic(topic, 2);
-        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, 0, P0);
-        KafkaFixtures.send(infra.broker.bootstrapServers(), topic, 1, P1);
-        TidemarkConfig config = infra.config(dir, topic)
+        TidemarkConfig config = infra.config(dir, "policy-" + dir.getFileName())
                 .set(Key.MAX_OFFSETS_PER_TRIGGER, "2")
                 .set(Key.WATERMARK_POLICY, policy)
                 .build();
         Run run = new Run(infra.spark, Lakehouse.of(config), config);
-        run.runToEnd();
+        try (BatchDriver driver = new BatchDriver(infra.spark, config)) {
+            for (int i = 0; i < P0.size(); i++) {
+                driver.pipe(BATCH_0.plusSeconds(i), pair(P0.get(i), P1.get(i)));
+            }
+        }
         ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), java.time.Duration.ofMinutes(5), 14L);
         assertThat(r.violations()).isEmpty();
         return run;
@@ -191,35 +202,29 @@ class WatermarkPolicyTest {
     @Test
     void anIdlePartitionStopsHoldingTheWatermarkBackUntilItWakesUp() throws Exception {
         Path dir = infra.newDir("policy-idle");
-        String topic = "policy-idle-" + dir.getFileName();
-        infra.broker.createTopic(topic, 2);
-        String bootstrap = infra.broker.bootstrapServers();
-        TidemarkConfig.Builder base = infra.config(dir, topic).set(Key.WATERMARK_POLICY, "min-partition")
-                .set(Key.WATERMARK_IDLE_TIMEOUT, "10 seconds");
-        TidemarkConfig two = base.set(Key.MAX_OFFSETS_PER_TRIGGER, "2").build();
-        TidemarkConfig one = base.set(Key.MAX_OFFSETS_PER_TRIGGER, "1").build();
-        Run run = new Run(infra.spark, Lakehouse.of(two), two);
-
-        // Batches 0-1: both partitions.
-        KafkaFixtures.send(bootstrap, topic, 0, at("c0", "10:00", "10:10"));
-        KafkaFixtures.send(bootstrap, topic, 1, at("c1", "10:00", "10:02"));
-        run.runToEnd();
-        Thread.sleep(11_000);
-        // Batches 2-4: partition 0 only, more than the idle timeout after partition 1's last record.
-        KafkaFixtures.send(bootstrap, topic, 0, at("c0", "10:20", "10:30", "10:40"));
-        new Run(infra.spark, run.lakehouse(), one).runToEnd();
-        // Batches 5-6: partition 1 wakes up with a record from 10:04, then one from 10:30.
-        KafkaFixtures.send(bootstrap, topic, 0, at("c0", "10:50", "11:00"));
-        KafkaFixtures.send(bootstrap, topic, 1, at("c1", "10:04", "10:30"));
-        run.runToEnd();
-
-        // Batches of one run follow each other within the idle timeout (what the expected rows assume).
-        List<Row> gaps = run.rows("SELECT batch_id, unix_millis(batch_ts) - lag(unix_millis(batch_ts)) OVER (ORDER BY batch_id) FROM {progress} "
-                + "WHERE batch_id IN (0, 1, 2, 3, 4, 5, 6) ORDER BY batch_id");
-        assertThat(gaps.get(2).getLong(1)).as("batch 2 starts more than the idle timeout after batch 1").isGreaterThanOrEqualTo(10_000);
-        for (int b : new int[] {3, 4, 6}) {
-            assertThat(gaps.get(b).getLong(1)).as("batch %d follows batch %d within the idle timeout", b, b - 1).isLessThan(10_000);
+        TidemarkConfig config = infra.config(dir, "policy-idle-" + dir.getFileName()).set(Key.WATERMARK_POLICY, "min-partition")
+                .set(Key.WATERMARK_IDLE_TIMEOUT, "10 seconds").build();
+        Run run = new Run(infra.spark, Lakehouse.of(config), config);
+        List<Message> c0 = at("c0", "10:00", "10:10", "10:20", "10:30", "10:40", "10:50", "11:00");
+        List<Message> c1 = at("c1", "10:00", "10:02", "10:04", "10:30");
+        try (BatchDriver driver = new BatchDriver(infra.spark, config)) {
+            // Batches 0-1: both partitions, a second apart.
+            driver.pipe(BATCH_0, pair(c0.get(0), c1.get(0)));
+            driver.pipe(BATCH_0.plusSeconds(1), pair(c0.get(1), c1.get(1)));
+            // A restart; batches 2-4: partition 0 only, from 11 s after partition 1's last record.
+            driver.restart();
+            for (int i = 2; i <= 4; i++) {
+                driver.pipe(BATCH_0.plusSeconds(10 + i), List.of(new BatchDriver.In(0, c0.get(i))));
+            }
+            // A restart; batches 5-6: partition 1 wakes up with a record from 10:04, then one from 10:30.
+            driver.restart();
+            driver.pipe(BATCH_0.plusSeconds(15), pair(c0.get(5), c1.get(2)));
+            driver.pipe(BATCH_0.plusSeconds(16), pair(c0.get(6), c1.get(3)));
         }
+
+        // The writer keeps the batch timestamps it was given: what the idle rule compares.
+        assertThat(run.rows("SELECT unix_millis(batch_ts) FROM {progress} ORDER BY batch_id"))
+                .extracting(r -> r.getLong(0) - BATCH_0.toEpochMilli()).containsExactly(0L, 1_000L, 12_000L, 13_000L, 14_000L, 15_000L, 16_000L);
         assertThat(run.progress()).containsExactly(
                 tuple(0L, "00:00", "00:00", 2L, 0L),
                 tuple(1L, "00:00", "09:50", 2L, 0L),
@@ -229,7 +234,6 @@ class WatermarkPolicyTest {
                 tuple(3L, "10:00", "10:10", 1L, 0L),
                 tuple(4L, "10:10", "10:20", 1L, 0L),
                 // Partition 1's 10:04 record (window end 10:05) meets the watermark in force, 10:20: late.
-                // Batch 5's start may find partition 0 idle too (the restart): the threshold of batch 6 is 10:30 either way.
                 tuple(5L, "10:20", "10:30", 2L, 1L),
                 // Awake again, partition 1 (10:04) holds the watermark back: min(10:50, 10:04) - 10 min, but it never goes down.
                 tuple(6L, "10:30", "10:30", 2L, 0L));

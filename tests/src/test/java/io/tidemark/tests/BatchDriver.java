@@ -1,0 +1,99 @@
+package io.tidemark.tests;
+
+import java.nio.charset.StandardCharsets;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.stream.BatchInput;
+import io.tidemark.stream.MicroBatchWriter;
+import io.tidemark.stream.StreamingJob;
+import io.tidemark.tests.KafkaFixtures.Message;
+
+/**
+ * Pipes crafted micro-batches through the stream's whole writer ({@link MicroBatchWriter#write}),
+ * as Kafka Streams' TopologyTestDriver does for a topology: no broker and no streaming query, and
+ * every batch with the Spark batch timestamp the test gives. Records get the next offsets of their
+ * partition, in order; each batch's planned offsets are the partitions' offsets before and after it
+ * (every partition seen so far), as Spark's offset log would hold them.
+ *
+ * <p>What Spark's engine decides itself (which records make a batch, when a batch runs, the
+ * checkpoint) is not here: the tests that need it run the real query over the real broker.
+ */
+final class BatchDriver implements AutoCloseable {
+    /** The columns of Spark's Kafka source that the writer reads. */
+    static final StructType KAFKA_SCHEMA = new StructType()
+            .add("key", DataTypes.BinaryType)
+            .add("value", DataTypes.BinaryType)
+            .add("topic", DataTypes.StringType)
+            .add("partition", DataTypes.IntegerType)
+            .add("offset", DataTypes.LongType)
+            .add("timestamp", DataTypes.TimestampType)
+            .add("timestampType", DataTypes.IntegerType);
+
+    /** One record of a batch: its partition and its message. */
+    record In(int partition, Message message) {
+    }
+
+    private final SparkSession spark;
+    private final TidemarkConfig config;
+    private final String queryId = UUID.randomUUID().toString();
+    private final Map<Integer, Long> nextOffset = new TreeMap<>();
+    private MicroBatchWriter writer;
+    private long nextBatch;
+
+    BatchDriver(SparkSession spark, TidemarkConfig config) {
+        this.spark = spark;
+        this.config = config;
+        StreamingJob.prepare(spark, config);
+        this.writer = new MicroBatchWriter(config, null);
+    }
+
+    /** The id the next batch gets. */
+    long nextBatchId() {
+        return nextBatch;
+    }
+
+    /** Writes the next batch, {@code records} in their order, with Spark's batch timestamp {@code batchTime}. */
+    void pipe(Instant batchTime, List<In> records) throws Exception {
+        Map<Integer, Long> start = new TreeMap<>(nextOffset);
+        List<Row> rows = new ArrayList<>();
+        for (In r : records) {
+            start.putIfAbsent(r.partition(), 0L);
+            long offset = nextOffset.merge(r.partition(), 1L, Long::sum) - 1;
+            String v = r.message().value();
+            rows.add(RowFactory.create(null, v == null ? null : v.getBytes(StandardCharsets.UTF_8), config.topic(), r.partition(), offset,
+                    Timestamp.from(r.message().kafkaTimestamp()), 0));
+        }
+        BatchInput in = new BatchInput(nextBatch, queryId, batchTime.toEpochMilli(), start, new TreeMap<>(nextOffset));
+        writer.write(spark.createDataFrame(rows, KAFKA_SCHEMA), in);
+        nextBatch++;
+    }
+
+    /** As {@link #pipe(Instant, List)}, every record on partition 0. */
+    void pipe(Instant batchTime, Message... messages) throws Exception {
+        pipe(batchTime, java.util.Arrays.stream(messages).map(m -> new In(0, m)).toList());
+    }
+
+    /** A restart: a new writer, which reads where the stream stands from the tables, as after a crash. */
+    void restart() {
+        writer.close();
+        writer = new MicroBatchWriter(config, null);
+    }
+
+    @Override
+    public void close() {
+        writer.close();
+    }
+}
