@@ -300,7 +300,7 @@ def test_deltalake_and_spark_read_the_same_numbers(world, tmp_path):
     kpi_before = DeltaTable(str(lakehouse / "kpi_5m")).version()
     raw_version = DeltaTable(str(lakehouse / "raw_events")).version()
     env = dict(os.environ)
-    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS="-Xmx1g",
+    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS=testing.TEST_JAVA_OPTS,
                SPARK_LOCAL_IP="127.0.0.1")
     r = testing.run([str(testing.LAUNCHER), "reconcile", "--from", day, "--to", day], env=env, cwd=tmp_path, timeout=900)
     print(r.stdout + r.stderr)

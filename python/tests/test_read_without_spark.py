@@ -148,7 +148,7 @@ def world(tmp_path_factory, speed_layer) -> World:
 
     before = testing.copy_lakehouse(lakehouse, root / "before-reconcile")
     env = dict(os.environ)
-    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS="-Xmx1g",
+    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS=testing.TEST_JAVA_OPTS,
                SPARK_LOCAL_IP="127.0.0.1")
     r = testing.run([str(testing.LAUNCHER), "reconcile", "--from", day, "--to", day], env=env, cwd=root, timeout=600)
     print(r.stdout[-1500:])
@@ -476,7 +476,7 @@ def test_distinct_counts_equal_spark_on_other_base_times(tmp_path):
     script = tmp_path / "bases.sql"
     script.write_text(synthetic_kpi_script(tmp_path, bases))
     env = dict(os.environ)
-    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(tmp_path / "unused-lakehouse"), TIDEMARK_JAVA_OPTS="-Xmx1g",
+    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(tmp_path / "unused-lakehouse"), TIDEMARK_JAVA_OPTS=testing.TEST_JAVA_OPTS,
                SPARK_LOCAL_IP="127.0.0.1")
     testing.run([str(testing.LAUNCHER), "sql", "-f", str(script)], env=env, cwd=tmp_path, timeout=600)
 

@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 LAUNCHER = REPO / "tidemark"
 JOBS_JAR = REPO / "spark-submit-jar" / "target" / "tidemark-spark-jobs.jar"
+# The launcher JVMs a test starts live for seconds to minutes: C1 only, as C2's compilations cost about
+# half of such a JVM's CPU and are never paid back (docs/testing.md). The code they run is the same.
+TEST_JAVA_OPTS = "-Xmx1g -XX:TieredStopAtLevel=1"
 DAGS = REPO / "dags"
 PYTHON_DIR = REPO / "python"  # the tidemark_airflow package, which the DAG imports
 DAG_ID = "tidemark_reconcile"
@@ -219,7 +222,7 @@ def build_lakehouse(workdir: Path, *, base: dt.datetime | None = None, timeout: 
         TIDEMARK_KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{port}",
         TIDEMARK_LAKEHOUSE=str(workdir / "lakehouse"),
         TIDEMARK_STREAM_CHECKPOINT=str(workdir / "checkpoint"),
-        TIDEMARK_JAVA_OPTS="-Xmx1g",
+        TIDEMARK_JAVA_OPTS=TEST_JAVA_OPTS,
         TIDEMARK_METRICS_PORT="0",  # no Prometheus endpoint: 9464 may be another stream's on this machine
         SPARK_LOCAL_IP="127.0.0.1",
     )
@@ -505,7 +508,7 @@ def spark_figures(lakehouse: Path, workdir: Path, *, timeout: float = 600) -> Ta
     sql = (f"INSERT OVERWRITE DIRECTORY '{out_kpi}' USING json {KPI_FIGURES_SQL.format(kpi='kpi_5m', string='STRING')}; "
            f"INSERT OVERWRITE DIRECTORY '{out_raw}' USING json {RAW_FIGURES_SQL.format(raw='raw_events', string='STRING')}")
     env = dict(os.environ)
-    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS="-Xmx1g",
+    env.update(TIDEMARK_SKIP_BUILD="1", TIDEMARK_LAKEHOUSE=str(lakehouse), TIDEMARK_JAVA_OPTS=TEST_JAVA_OPTS,
                SPARK_LOCAL_IP="127.0.0.1")
     run([str(LAUNCHER), "sql", sql], env=env, cwd=workdir, timeout=timeout)
 

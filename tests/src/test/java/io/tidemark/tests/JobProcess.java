@@ -11,6 +11,9 @@ import java.util.concurrent.TimeUnit;
 
 /** A Tidemark job in a JVM of its own, so a test can kill it as an operator's kill -9 would. */
 final class JobProcess {
+    /** The JIT option of the tests' short-lived JVMs: C1 only (run-tests sets the same for spark-submit's). */
+    static final String SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1";
+
     final Process process;
     final Path log;
 
@@ -33,6 +36,9 @@ final class JobProcess {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx2g");
+        // A child lives for seconds to a few minutes: C2's compilations cost about half of such a JVM's
+        // CPU and are never paid back (docs/testing.md). The code it runs is the same.
+        cmd.add(SHORT_LIVED_JVM);
         cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
         systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.add("-cp");
