@@ -28,6 +28,9 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * partition, in order; each batch's planned offsets are the partitions' offsets before and after it
  * (every partition seen so far), as Spark's offset log would hold them.
  *
+ * <p>Each batch runs with the session settings Spark's micro-batch execution gives a foreachBatch
+ * function (adaptive execution and cost-based optimisation off), as in production.
+ *
  * <p>What Spark's engine decides itself (which records make a batch, when a batch runs, the
  * checkpoint) is not here: the tests that need it run the real query over the real broker.
  */
@@ -77,9 +80,28 @@ final class BatchDriver implements AutoCloseable {
                     Timestamp.from(r.message().kafkaTimestamp()), 0));
         }
         BatchInput in = new BatchInput(nextBatch, queryId, batchTime.toEpochMilli(), start, new TreeMap<>(nextOffset));
-        writer.write(spark.createDataFrame(rows, KAFKA_SCHEMA), in);
+        Map<String, String> before = new TreeMap<>();
+        STREAM_SESSION.forEach((k, v) -> {
+            before.put(k, spark.conf().get(k));
+            spark.conf().set(k, v);
+        });
+        try {
+            writer.write(spark.createDataFrame(rows, KAFKA_SCHEMA), in);
+        } finally {
+            before.forEach((k, v) -> spark.conf().set(k, v));
+        }
         nextBatch++;
     }
+
+    /**
+     * What Spark's micro-batch execution sets in the session a foreachBatch function runs in (a
+     * clone of the query's session): the writer is driven with the same, and the session given
+     * back as it was afterwards.
+     */
+    private static final Map<String, String> STREAM_SESSION = Map.of(
+            "spark.sql.adaptive.enabled", "false",
+            "spark.sql.cbo.enabled", "false",
+            "spark.sql.requireAllClusterKeysForDistribution", "false");
 
     /** As {@link #pipe(Instant, List)}, every record on partition 0. */
     void pipe(Instant batchTime, Message... messages) throws Exception {
