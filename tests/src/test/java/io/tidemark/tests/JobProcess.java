@@ -11,8 +11,11 @@ import java.util.concurrent.TimeUnit;
 
 /** A Tidemark job in a JVM of its own, so a test can kill it as an operator's kill -9 would. */
 final class JobProcess {
-    /** The JIT option of the tests' short-lived JVMs: C1 only (run-tests sets the same for spark-submit's). */
-    static final String SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1";
+    /**
+     * The JIT option of the tests' child JVMs: C1 only (run-tests sets the same for spark-submit's);
+     * {@code -Dtidemark.test.child-jit=...} on the Maven command line sets another, to compare.
+     */
+    static final String SHORT_LIVED_JVM = System.getProperty("tidemark.test.child-jit", "-XX:TieredStopAtLevel=1");
 
     final Process process;
     final Path log;
