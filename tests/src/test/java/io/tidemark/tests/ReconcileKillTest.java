@@ -186,6 +186,7 @@ class ReconcileKillTest {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx1g");
+        cmd.add(JobProcess.SHORT_LIVED_JVM);
         cmd.addAll(sparkJvmOptions());
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
