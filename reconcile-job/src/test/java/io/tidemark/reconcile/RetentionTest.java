@@ -61,25 +61,15 @@ class RetentionTest {
         spark = SparkSessions.create(config, "retention-test");
         lakehouse = Lakehouse.of(config);
         lakehouse.createAndRegister(spark);
-        for (LocalDate d : List.of(D0, D1, D2, D3, D4, D5)) {
-            raw(d, 10, false);
-        }
-        raw(D2, 1, true); // late since D2 was reconciled: dirty
-        for (LocalDate d : List.of(D1, D2)) {
-            late(d);
-        }
-        kpi(D0, 10, "stream");
-        kpi(D1, 10, "batch");
-        kpi(D2, 10, "batch");
-        kpi(D3, 10, "stream");
-        kpi(D4, 10, "batch");
-        kpi(D5, 10, "stream");
-        for (LocalDate d : List.of(D3, D4, D5)) {
-            spark.sql("SELECT 'NOT_JSON' AS reason, 'x' AS detail, CAST(NULL AS BINARY) AS raw_bytes, 'x' AS raw_text, 1 AS message_bytes, "
-                    + "CAST(NULL AS BINARY) AS kafka_key, 't' AS kafka_topic, 0 AS kafka_partition, 7L AS kafka_offset, 0L AS batch_id, "
-                    + "TIMESTAMP'" + d + " 12:00:00' AS arrival_ts, DATE'" + d + "' AS arrival_date")
-                    .write().format("delta").mode("append").save(lakehouse.path(Table.DEAD_LETTER));
-        }
+        // One append per table and kind of row (each append is a Delta commit, the setup's cost), one file per day.
+        raw(List.of(D0, D1, D2, D3, D4, D5), 10, false);
+        raw(List.of(D2), 1, true); // late since D2 was reconciled: dirty
+        late(List.of(D1, D2));
+        kpi(Map.of(D0, "stream", D1, "batch", D2, "batch", D3, "stream", D4, "batch", D5, "stream"), 10);
+        spark.sql("SELECT 'NOT_JSON' AS reason, 'x' AS detail, CAST(NULL AS BINARY) AS raw_bytes, 'x' AS raw_text, 1 AS message_bytes, "
+                        + "CAST(NULL AS BINARY) AS kafka_key, 't' AS kafka_topic, 0 AS kafka_partition, 7L AS kafka_offset, 0L AS batch_id, "
+                        + "CAST(day AS TIMESTAMP) + INTERVAL 12 HOURS AS arrival_ts, day AS arrival_date FROM " + days(List.of(D3, D4, D5)))
+                .write().format("delta").mode("append").save(lakehouse.path(Table.DEAD_LETTER));
         Timestamp t = Timestamp.from(Instant.parse(D5 + "T00:10:00Z"));
         Map<String, Object> v = new HashMap<>();
         for (String c : Lakehouse.schema(Table.STREAM_PROGRESS).fieldNames()) {
@@ -93,28 +83,39 @@ class RetentionTest {
         spark.createDataFrame(List.of(progress), progress.schema()).write().format("delta").mode("append").save(lakehouse.path(Table.STREAM_PROGRESS));
     }
 
-    private static void raw(LocalDate day, int n, boolean late) {
-        spark.sql("SELECT concat('sub-', id) AS subscriber_id, 'cell-1' AS cell_site_id, TIMESTAMP'" + day + " 10:00:00' AS event_ts, "
+    /** The days as a one-column relation {@code day}, for a single append that writes every one of them. */
+    private static String days(List<LocalDate> days) {
+        return "VALUES " + days.stream().map(d -> "(DATE'" + d + "')").collect(java.util.stream.Collectors.joining(", ")) + " AS d(day)";
+    }
+
+    /** {@code n} raw events at 10:00 of each day, in one append. */
+    private static void raw(List<LocalDate> days, int n, boolean late) {
+        spark.sql("SELECT concat('sub-', id) AS subscriber_id, 'cell-1' AS cell_site_id, CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS event_ts, "
                         + "1.0D AS volume_gb, '{}' AS payload, 't' AS kafka_topic, 0 AS kafka_partition, id AS kafka_offset, "
-                        + "TIMESTAMP'" + day + " 10:00:00' AS ingest_ts, " + late + " AS is_late, 0L AS batch_id, DATE'" + day + "' AS event_date "
-                        + "FROM range(0, " + n + ", 1, 1)")
+                        + "CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS ingest_ts, " + late + " AS is_late, 0L AS batch_id, day AS event_date "
+                        + "FROM range(0, " + n + ", 1, 1) CROSS JOIN " + days(days))
                 .write().format("delta").mode("append").save(lakehouse.path(Table.RAW_EVENTS));
     }
 
-    private static void late(LocalDate day) {
-        spark.sql("SELECT 'sub-1' AS subscriber_id, 'cell-1' AS cell_site_id, TIMESTAMP'" + day + " 10:00:00' AS event_ts, 1.0D AS volume_gb, "
-                        + "TIMESTAMP'" + day + " 10:00:00' AS window_start, TIMESTAMP'" + day + " 10:05:00' AS window_end, "
-                        + "TIMESTAMP'" + day + " 11:00:00' AS watermark, 3300000L AS late_by_ms, 0L AS batch_id, 't' AS kafka_topic, "
-                        + "0 AS kafka_partition, 99L AS kafka_offset, TIMESTAMP'" + day + " 11:00:00' AS arrival_ts, DATE'" + day + "' AS event_date")
+    private static void late(List<LocalDate> days) {
+        spark.sql("SELECT 'sub-1' AS subscriber_id, 'cell-1' AS cell_site_id, CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS event_ts, "
+                        + "1.0D AS volume_gb, CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS window_start, "
+                        + "CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS 5 MINUTES AS window_end, CAST(day AS TIMESTAMP) + INTERVAL 11 HOURS AS watermark, "
+                        + "3300000L AS late_by_ms, 0L AS batch_id, 't' AS kafka_topic, 0 AS kafka_partition, 99L AS kafka_offset, "
+                        + "CAST(day AS TIMESTAMP) + INTERVAL 11 HOURS AS arrival_ts, day AS event_date FROM " + days(days))
                 .write().format("delta").mode("append").save(lakehouse.path(Table.LATE_EVENTS));
     }
 
-    private static void kpi(LocalDate day, long records, String source) {
-        spark.sql("SELECT TIMESTAMP'" + day + " 10:00:00' AS window_start, TIMESTAMP'" + day + " 10:05:00' AS window_end, 'cell-1' AS cell_site_id, "
-                        + records + "L AS record_count, CAST(" + records + " AS DECIMAL(38,9)) AS total_gb, " + records + "L AS subscribers, "
-                        + "hll_sketch_agg('sub-1', 12) AS subscriber_sketch, true AS is_final, '" + source + "' AS source, "
-                        + "TIMESTAMP'" + day + " 10:00:00' AS updated_at, "
-                        + ("batch".equals(source) ? "CAST(NULL AS BIGINT)" : "0L") + " AS stream_batch_id, DATE'" + day + "' AS event_date")
+    /** One final KPI row of {@code records} records per day, written by the source given for the day, in one append. */
+    private static void kpi(Map<LocalDate, String> sourceByDay, long records) {
+        String values = "VALUES " + sourceByDay.entrySet().stream().map(e -> "(DATE'" + e.getKey() + "', '" + e.getValue() + "')")
+                .collect(java.util.stream.Collectors.joining(", ")) + " AS d(day, source)";
+        spark.sql("SELECT CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS window_start, CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS 5 MINUTES AS window_end, "
+                        + "'cell-1' AS cell_site_id, " + records + "L AS record_count, CAST(" + records + " AS DECIMAL(38,9)) AS total_gb, "
+                        + records + "L AS subscribers, hll_sketch_agg('sub-1', 12) AS subscriber_sketch, true AS is_final, source, "
+                        + "CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS updated_at, "
+                        + "CASE WHEN source = 'batch' THEN CAST(NULL AS BIGINT) ELSE 0L END AS stream_batch_id, day AS event_date "
+                        + "FROM " + values + " GROUP BY day, source")
                 .write().format("delta").mode("append").save(lakehouse.path(Table.KPI_5M));
     }
 
@@ -171,7 +172,7 @@ class RetentionTest {
                         + "can no longer be recomputed; its KPI rows stay as last reconciled. Choose a range after 2026-11-21.");
         assertThat(reconcile.dirtyDays()).containsExactly(D2);
 
-        raw(D1, 1, true); // a late record for an expired day: kept until the next maintain, never reconciled
+        raw(List.of(D1), 1, true); // a late record for an expired day: kept until the next maintain, never reconciled
         assertThat(reconcile.dirtyDays()).as("D1 is unbalanced now but can no longer be recomputed").containsExactly(D2);
         List<Maintenance.TableReport> again = maintain(false, new ByteArrayOutputStream());
         assertThat(again.get(0).expiredDays()).containsExactly(D1);

@@ -82,11 +82,13 @@ final class StandaloneCluster implements AutoCloseable {
     /**
      * {@code spark-submit --master spark://...} of a class of the jobs jar, in client mode (the driver is
      * the spark-submit JVM): one-core executors, at most {@code cores} of them, the JVM options the jar
-     * carries, Tidemark's settings as {@code --conf spark.tidemark.<key>} (the way Spark users configure
+     * carries and the tests' JIT option for child JVMs, Tidemark's settings as {@code --conf spark.tidemark.<key>} (the way Spark users configure
      * applications) and the job's own arguments.
      */
     JobProcess submit(String mainClass, int cores, int driverUiPort, Map<String, String> settings, List<String> args, Path log) throws Exception {
-        String opens = String.join(" ", Files.readAllLines(ROOT.resolve("lakehouse/target/classes/tidemark/jvm.options"))).trim();
+        // The driver and the executors live minutes at most: C1 only, as the tests' other child JVMs (JobProcess).
+        String opens = String.join(" ", Files.readAllLines(ROOT.resolve("lakehouse/target/classes/tidemark/jvm.options"))).trim()
+                + " " + JobProcess.SHORT_LIVED_JVM;
         List<String> cmd = new ArrayList<>(List.of(sparkHome().resolve("bin/spark-submit").toString(),
                 "--master", masterUrl, "--deploy-mode", "client", "--class", mainClass,
                 "--conf", "spark.cores.max=" + cores, "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=768m",
