@@ -40,6 +40,12 @@ public final class SparkSessions {
                 .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
                 .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
                 .config("spark.sql.adaptive.enabled", "true");
+        // On one machine, file: paths without a process per file written (LocalDisk). Not on a cluster:
+        // its executors keep Hadoop's class, which every executor's class loader has.
+        String master = submitted ? System.getProperty("spark.master") : config.sparkMaster();
+        if (master.startsWith("local")) {
+            LocalDisk.sparkSettings().forEach(b::config);
+        }
         extra.forEach(b::config);
         return b.getOrCreate();
     }
