@@ -4,10 +4,8 @@ import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
-import java.nio.file.attribute.PosixFilePermission;
-import java.util.EnumSet;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
-import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.ChecksumFs;
@@ -52,7 +50,8 @@ public final class LocalDisk {
                 super.setPermission(p, permission);
                 return;
             }
-            Files.setPosixFilePermissions(pathToFile(p).toPath(), posix(permission.toShort()));
+            // Without the sticky bit, FsPermission prints the nine bits as chmod and ls write them ("rw-r--r--").
+            Files.setPosixFilePermissions(pathToFile(p).toPath(), PosixFilePermissions.fromString(permission.toString()));
         }
 
         @Override
@@ -62,20 +61,6 @@ public final class LocalDisk {
                 return getFileStatus(f);
             }
             return super.getFileLinkStatus(f);
-        }
-
-        /** The nine permission bits of {@code mode} (as {@code chmod} reads them). */
-        static Set<PosixFilePermission> posix(int mode) {
-            PosixFilePermission[] bits = {PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_READ,
-                    PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-                    PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_READ};
-            Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
-            for (int i = 0; i < bits.length; i++) {
-                if ((mode & (1 << i)) != 0) {
-                    set.add(bits[i]);
-                }
-            }
-            return set;
         }
     }
 

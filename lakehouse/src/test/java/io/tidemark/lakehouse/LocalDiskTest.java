@@ -38,16 +38,19 @@ class LocalDiskTest {
         return conf;
     }
 
+    private static RawLocalFileSystem initialized(RawLocalFileSystem fs) throws java.io.IOException {
+        fs.initialize(java.net.URI.create("file:///"), new Configuration(false));
+        return fs;
+    }
+
     private Path path(String name) {
         return new Path(dir.resolve(name).toUri());
     }
 
     @Test
     void permissionsAreTheModesHadoopWouldSet() throws Exception {
-        RawLocalFileSystem hadoop = new RawLocalFileSystem();
-        hadoop.initialize(java.net.URI.create("file:///"), new Configuration(false));
-        LocalDisk.Raw ours = new LocalDisk.Raw();
-        ours.initialize(java.net.URI.create("file:///"), new Configuration(false));
+        RawLocalFileSystem hadoop = initialized(new RawLocalFileSystem());
+        RawLocalFileSystem ours = initialized(new LocalDisk.Raw());
         for (String mode : new String[] {"644", "755", "600", "700", "777", "640", "444", "000", "751"}) {
             Files.writeString(dir.resolve("h" + mode), "x");
             Files.writeString(dir.resolve("o" + mode), "x");
@@ -56,16 +59,13 @@ class LocalDiskTest {
             assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve("o" + mode))))
                     .as("mode %s", mode).isEqualTo(PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve("h" + mode))));
         }
-        assertThat(LocalDisk.Raw.posix(0644)).isEqualTo(PosixFilePermissions.fromString("rw-r--r--"));
         assertThatThrownBy(() -> ours.setPermission(path("missing"), new FsPermission("644"))).isInstanceOf(java.io.IOException.class);
     }
 
     @Test
     void linkStatusIsHadoopsForFilesDirectoriesMissingPathsAndLinks() throws Exception {
-        RawLocalFileSystem hadoop = new RawLocalFileSystem();
-        hadoop.initialize(java.net.URI.create("file:///"), new Configuration(false));
-        LocalDisk.Raw ours = new LocalDisk.Raw();
-        ours.initialize(java.net.URI.create("file:///"), new Configuration(false));
+        RawLocalFileSystem hadoop = initialized(new RawLocalFileSystem());
+        RawLocalFileSystem ours = initialized(new LocalDisk.Raw());
         Files.writeString(dir.resolve("file"), "12345");
         Files.createDirectory(dir.resolve("sub"));
         Files.createSymbolicLink(dir.resolve("link"), dir.resolve("file"));
