@@ -6,8 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneOffset;
 import java.time.LocalDate;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,14 +55,18 @@ class StandaloneClusterTest {
         Path dir = infra.newDir("cluster");
         String topic = "cluster-" + dir.getFileName();
         infra.broker.createTopic(topic, 2);
-        // 6,000 records over 40 hours of event time, 750 per batch (5 hours each): days close while the
-        // stream drains the backlog. Late records come 10 to 20 hours (2 to 4 batches) after their time,
-        // so they are late whatever the batch boundaries, and some of the reconciled day's come before
-        // the reconcile reads it, some after.
+        // 6,000 records from midnight (UTC) two days ago until now, 750 per batch (6 to 9 hours of event time
+        // each, by the hour the test runs): days close while the stream drains the backlog. The day reconciled is
+        // the first, a whole day of records, whatever the hour; the day before it holds only late records. Late
+        // records come 10 to 20 hours (at least one whole batch) after their time, so they are late whatever the
+        // batch boundaries, and some of the reconciled day's come before the reconcile reads it, some after. The
+        // event clock ends now, so the generator's future event times are ahead of their Kafka timestamps.
         long count = 6_000;
-        double spanSeconds = 40 * 3600;
+        LocalDate day = LocalDate.now(ZoneOffset.UTC).minusDays(2);
+        Instant start = day.atStartOfDay(ZoneOffset.UTC).toInstant();
+        double spanSeconds = Duration.between(start, Instant.now()).toSeconds();
         TrafficSpec spec = TrafficSpec.builder().topic(topic).count(count).ratePerSecond(0).ingestMode(IngestMode.BACKLOG)
-                .eventClockStart(Instant.now().minusSeconds((long) spanSeconds).truncatedTo(ChronoUnit.SECONDS))
+                .eventClockStart(start)
                 .eventsPerSecondOfEventTime(count / spanSeconds)
                 .cells(20).subscribers(500).lateFraction(0.03).lateDelay(Duration.ofHours(10), Duration.ofHours(20))
                 .invalidFraction(0.01).seed(17).build();
@@ -124,9 +128,8 @@ class StandaloneClusterTest {
                 awaitTrue("a batch committed after kill " + (k + 1), 300, stream, 200, () -> commits(progressLog) > progressBefore);
             }
 
-            // A reconcile on the same cluster while the stream runs: the most recent closed day, once there is one.
-            awaitTrue("a closed day", 600, stream, () -> ClosedDays.load(infra.spark, lakehouse).lastClosed().isPresent());
-            LocalDate day = ClosedDays.load(infra.spark, lakehouse).lastClosed().orElseThrow();
+            // A reconcile on the same cluster while the stream runs: the first day of the event clock, once it closes.
+            awaitTrue("day " + day + " closed", 600, stream, () -> ClosedDays.load(infra.spark, lakehouse).isClosed(day));
             long progressAtSubmit = commits(progressLog);
             JobProcess reconcile = cluster.submit("io.tidemark.reconcile.ReconcileJob", 2, PrometheusServer.freePort(),
                     Map.of("lakehouse", config.lakehouseUri()), List.of("--from", day.toString(), "--to", day.toString()),
