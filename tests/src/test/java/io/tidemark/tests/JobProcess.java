@@ -42,10 +42,11 @@ final class JobProcess {
         // A child lives for seconds to a few minutes: C2's compilations cost about half of such a JVM's
         // CPU and are never paid back (docs/testing.md). The code it runs is the same.
         cmd.add(SHORT_LIVED_JVM);
+        cmd.addAll(ClassArchive.options());
         cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
         systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(ClassArchive.childClasspath());
         cmd.add(mainClass.getName());
         cmd.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));

@@ -187,9 +187,10 @@ class ReconcileKillTest {
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx1g");
         cmd.add(JobProcess.SHORT_LIVED_JVM);
+        cmd.addAll(ClassArchive.options());
         cmd.addAll(sparkJvmOptions());
         cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(ClassArchive.childClasspath());
         cmd.add(ReconcileJob.class.getName());
         cmd.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
