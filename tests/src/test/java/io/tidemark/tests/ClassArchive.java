@@ -16,8 +16,8 @@ import java.util.concurrent.TimeUnit;
  * The classpath and class-data-sharing options of the tests' child JVMs. Every child starts a Spark
  * job and so loads some 16,000 classes of Spark, Delta, Hadoop and Tidemark, parsing and verifying each
  * from its jar; a dynamic CDS archive (JDK 17's {@code -XX:ArchiveClassesAtExit}) made once by one
- * short Spark SQL run holds them ready to map: a short {@code tidemark sql} takes CPU 0.69 and wall
- * 0.65 of the same run without it (docs/testing.md). The code that runs is the same.
+ * short Spark SQL run holds them ready to map: a short {@code tidemark sql} takes CPU 0.70 and wall
+ * 0.66 of the same run without it (docs/testing.md). The code that runs is the same.
  *
  * <p>CDS requires the archive's classpath to be a prefix of a child's and refuses non-empty
  * directories in it, so a child's classpath is this JVM's with the jars first and the directories
