@@ -423,11 +423,19 @@ public final class Maintenance {
         java.util.Set<String> files = new java.util.HashSet<>();
         java.util.ArrayDeque<org.apache.hadoop.fs.Path> dirs = new java.util.ArrayDeque<>(List.of(root));
         while (!dirs.isEmpty()) {
+            org.apache.hadoop.fs.Path dir = dirs.pop();
             org.apache.hadoop.fs.FileStatus[] entries;
             try {
-                entries = fs.listStatus(dirs.pop());
+                entries = fs.listStatus(dir);
             } catch (java.io.FileNotFoundException gone) {
                 continue;
+            } catch (java.nio.file.AccessDeniedException e) {
+                // Hadoop's local listing reports a directory that vanished after its existence check as
+                // "Permission denied" (it asks File.canRead); only a directory still there is refused.
+                if (!fs.exists(dir)) {
+                    continue;
+                }
+                throw e;
             }
             for (org.apache.hadoop.fs.FileStatus e : entries) {
                 String name = e.getPath().getName();
