@@ -61,14 +61,18 @@ final class ClassArchive {
         List<String> jars = new ArrayList<>();
         List<String> others = new ArrayList<>();
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            (entry.endsWith(".jar") && Files.isRegularFile(Path.of(entry)) ? jars : others).add(entry);
+            (isJar(entry) ? jars : others).add(entry);
         }
         jars.addAll(others);
         return jars;
     }
 
+    private static boolean isJar(String entry) {
+        return entry.endsWith(".jar") && Files.isRegularFile(Path.of(entry));
+    }
+
     private static List<String> make() throws Exception {
-        List<String> jars = ordered().stream().filter(e -> e.endsWith(".jar") && Files.isRegularFile(Path.of(e))).toList();
+        List<String> jars = ordered().stream().filter(ClassArchive::isJar).toList();
         MessageDigest digest = MessageDigest.getInstance("SHA-256");
         for (String jar : jars) {
             Path p = Path.of(jar);
