@@ -93,7 +93,7 @@ final class ClassArchive {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx1g");
-        cmd.add(JobProcess.SHORT_LIVED_JVM);
+        cmd.addAll(JobProcess.SHORT_LIVED_JVM);
         cmd.addAll(ReconcileKillTest.sparkJvmOptions());
         cmd.add("-XX:ArchiveClassesAtExit=" + partial);
         cmd.add("-cp");

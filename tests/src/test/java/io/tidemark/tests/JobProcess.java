@@ -12,10 +12,15 @@ import java.util.concurrent.TimeUnit;
 /** A Tidemark job in a JVM of its own, so a test can kill it as an operator's kill -9 would. */
 final class JobProcess {
     /**
-     * The JIT option of the tests' child JVMs: C1 only (run-tests sets the same for spark-submit's);
-     * {@code -Dtidemark.test.child-jit=...} on the Maven command line sets another, to compare.
+     * The JIT options of the tests' child JVMs (run-tests sets the same for spark-submit's): C1 only,
+     * with the code cache a tiered JVM would have. C1 alone gets a 48 MB code cache by default, which
+     * Spark's generated classes fill within a minute of a streaming job's batches; the JVM then stops
+     * compiling and runs every new method interpreted, slowly enough that a restarted stream did not
+     * commit a batch in ten minutes. {@code -Dtidemark.test.child-jit="..."} on the Maven command line
+     * sets others, to compare.
      */
-    static final String SHORT_LIVED_JVM = System.getProperty("tidemark.test.child-jit", "-XX:TieredStopAtLevel=1");
+    static final List<String> SHORT_LIVED_JVM = List.of(
+            System.getProperty("tidemark.test.child-jit", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m").trim().split("\\s+"));
 
     final Process process;
     final Path log;
@@ -41,7 +46,7 @@ final class JobProcess {
         cmd.add("-Xmx2g");
         // A child lives for seconds to a few minutes: C2's compilations cost about half of such a JVM's
         // CPU and are never paid back (docs/testing.md). The code it runs is the same.
-        cmd.add(SHORT_LIVED_JVM);
+        cmd.addAll(SHORT_LIVED_JVM);
         cmd.addAll(ClassArchive.options());
         cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
         systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));

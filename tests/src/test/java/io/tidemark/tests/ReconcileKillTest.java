@@ -186,7 +186,7 @@ class ReconcileKillTest {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx1g");
-        cmd.add(JobProcess.SHORT_LIVED_JVM);
+        cmd.addAll(JobProcess.SHORT_LIVED_JVM);
         cmd.addAll(ClassArchive.options());
         cmd.addAll(sparkJvmOptions());
         cmd.add("-cp");

@@ -88,7 +88,7 @@ final class StandaloneCluster implements AutoCloseable {
     JobProcess submit(String mainClass, int cores, int driverUiPort, Map<String, String> settings, List<String> args, Path log) throws Exception {
         // The driver and the executors live minutes at most: C1 only, as the tests' other child JVMs (JobProcess).
         String opens = String.join(" ", Files.readAllLines(ROOT.resolve("lakehouse/target/classes/tidemark/jvm.options"))).trim()
-                + " " + JobProcess.SHORT_LIVED_JVM;
+                + " " + String.join(" ", JobProcess.SHORT_LIVED_JVM);
         List<String> cmd = new ArrayList<>(List.of(sparkHome().resolve("bin/spark-submit").toString(),
                 "--master", masterUrl, "--deploy-mode", "client", "--class", mainClass,
                 "--conf", "spark.cores.max=" + cores, "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=768m",
