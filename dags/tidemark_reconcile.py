@@ -4,7 +4,7 @@
 Recomputes closed UTC days from `raw_events` with `io.tidemark.reconcile.ReconcileJob`
 (spark-submit of `tidemark-spark-jobs.jar`), replaces their `kpi_5m` partitions (`source = batch`)
 and fails the run when the stream drifted from the truth by more than `drift_threshold` on any day;
-then compacts the closed days and vacuums (`io.tidemark.reconcile.Maintenance`).
+then compacts the closed days and vacuums (`io.tidemark.operations.Maintenance`).
 
 1. `validate_params`: refuses, without retries and with a one-line reason, bad dates, an empty range,
    a day the stream has not closed (`stream_progress.last_closed_day`), a `vacuum_retention_hours` below

@@ -291,7 +291,7 @@ if argv[argv.index("--class") + 1] == "io.tidemark.reconcile.ReconcileJob":
     from test_drift import summary_row, write_report
     write_report(lake, [summary_row(argv[argv.index("--run-id") + 1], "2026-11-28", 90, 100, 9.0, 10.0, 10, 5)])
     sys.exit(0)
-if argv[argv.index("--class") + 1] == "io.tidemark.reconcile.HealthReport":
+if argv[argv.index("--class") + 1] == "io.tidemark.operations.HealthReport":
     Path(argv[argv.index("--out") + 1]).parent.mkdir(parents=True, exist_ok=True)
     Path(argv[argv.index("--out") + 1]).write_text("<html>stand-in report</html>")
     sys.exit(0)
@@ -325,15 +325,15 @@ def test_dag_test_maintain_runs_beside_a_failed_drift_check_and_exit_2_fails_it_
     calls = [json.loads(line) for line in argv_log.read_text().splitlines()]
     classes = [argv[argv.index("--class") + 1] for argv in calls]
     assert classes[0] == "io.tidemark.reconcile.ReconcileJob", calls  # no retry of maintain; the report beside it
-    assert sorted(classes[1:]) == ["io.tidemark.reconcile.HealthReport", "io.tidemark.reconcile.Maintenance"], calls
+    assert sorted(classes[1:]) == ["io.tidemark.operations.HealthReport", "io.tidemark.operations.Maintenance"], calls
     # The report runs although the drift check failed: its page, linked from the run
-    report_argv = next(a for a in calls if a[a.index("--class") + 1] == "io.tidemark.reconcile.HealthReport")
+    report_argv = next(a for a in calls if a[a.index("--class") + 1] == "io.tidemark.operations.HealthReport")
     page = Path(report_argv[report_argv.index("--out") + 1])
     assert page.read_text() == "<html>stand-in report</html>"
     assert page.parent == tmp_path / "airflow" / "tidemark-reports"
     assert result.xcom["report.report_url"] == page.as_uri()
     assert f"drift and health report: {page.as_uri()}" in result.output
-    argv = next(a for a in calls if a[a.index("--class") + 1] == "io.tidemark.reconcile.Maintenance")
+    argv = next(a for a in calls if a[a.index("--class") + 1] == "io.tidemark.operations.Maintenance")
     opts = " ".join(OPENS.split())
     assert argv[argv.index("--master") + 1] == "local[2]"
     assert argv[argv.index("--name") + 1] == "tidemark-maintain"

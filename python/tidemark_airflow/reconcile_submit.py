@@ -22,8 +22,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from tidemark_airflow.run_ids import attempt_run_id
 
 JOB_CLASS = "io.tidemark.reconcile.ReconcileJob"
-MAINTAIN_CLASS = "io.tidemark.reconcile.Maintenance"
-REPORT_CLASS = "io.tidemark.reconcile.HealthReport"
+MAINTAIN_CLASS = "io.tidemark.operations.Maintenance"
+REPORT_CLASS = "io.tidemark.operations.HealthReport"
 REPORT_XCOM_KEY = "report_url"
 JVM_OPTIONS_RESOURCE = "tidemark/jvm.options"
 REFUSED = 2  # the batch jobs' exit status for a request they will not run (bad arguments, an open day)

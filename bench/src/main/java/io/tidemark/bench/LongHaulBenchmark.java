@@ -38,9 +38,9 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.reconcile.CommitRetry;
+import io.tidemark.lakehouse.CommitRetry;
 import io.tidemark.reconcile.DaySelection;
-import io.tidemark.reconcile.Maintenance;
+import io.tidemark.operations.Maintenance;
 import io.tidemark.reconcile.ReconcileJob;
 
 /**

@@ -72,7 +72,7 @@ public final class Lakehouse {
      * {@code tidemark.<table>} of this session's catalog at each. Without it, no catalog object is
      * touched (not even the database).
      */
-    void createTables(SparkSession spark, boolean register) {
+    public void createTables(SparkSession spark, boolean register) {
         for (String statement : statements("tables.sql")) {
             java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
             if (!m.find()) {
@@ -224,6 +224,11 @@ public final class Lakehouse {
 
     private static final java.util.regex.Pattern CREATE_TABLE =
             java.util.regex.Pattern.compile("CREATE TABLE IF NOT EXISTS tidemark\\.(\\w+) \\(");
+
+    /** The statements of {@code sql/views.sql}, each a {@code CREATE OR REPLACE TEMPORARY VIEW}, in order. */
+    public static List<String> viewStatements() {
+        return new Lakehouse("").statements("views.sql");
+    }
 
     List<String> statements(String file) {
         String text = resource("tidemark/sql/" + file);

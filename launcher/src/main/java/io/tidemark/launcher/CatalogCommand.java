@@ -6,7 +6,7 @@ import java.util.Map;
 
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.CatalogRegistration;
+import io.tidemark.operations.CatalogRegistration;
 import io.tidemark.lakehouse.TidemarkConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

@@ -52,6 +52,7 @@ import io.tidemark.reconcile.ReconcileJob;
 import io.tidemark.reconcile.ReconcileResult;
 import io.tidemark.stream.StreamCheckpoint;
 import io.tidemark.stream.StreamingJob;
+import io.tidemark.operations.ConservationCheck;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

@@ -7,9 +7,9 @@ import java.util.List;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.reconcile.CommitRetry;
-import io.tidemark.reconcile.Maintenance;
-import io.tidemark.reconcile.ReconcileRefusedException;
+import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.operations.Maintenance;
+import io.tidemark.lakehouse.RequestRefusedException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -43,7 +43,7 @@ final class MaintainCommand extends TidemarkCommand {
                 say("maintain: some tables could not be compacted (see PROBLEM above); run it again");
                 return 1;
             }
-        } catch (ReconcileRefusedException e) {
+        } catch (RequestRefusedException e) {
             throw new UserError(e.getMessage(), e);
         } finally {
             release(spark);

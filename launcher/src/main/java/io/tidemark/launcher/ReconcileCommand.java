@@ -9,7 +9,7 @@ import org.apache.spark.sql.SparkSession;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
-import io.tidemark.reconcile.ReconcileRefusedException;
+import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.reconcile.ReconcileResult;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -51,7 +51,7 @@ final class ReconcileCommand extends TidemarkCommand {
             ps.flush();
             say("%s: %d day%s%s", result.runId(), result.days().size(), result.days().size() == 1 ? "" : "s",
                     dryRun ? " computed, nothing written (dry run)" : " reconciled");
-        } catch (ReconcileRefusedException e) {
+        } catch (RequestRefusedException e) {
             throw new UserError(e.getMessage(), e);
         } finally {
             release(spark);

@@ -6,8 +6,8 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.reconcile.HealthReport;
-import io.tidemark.reconcile.ReconcileRefusedException;
+import io.tidemark.operations.HealthReport;
+import io.tidemark.lakehouse.RequestRefusedException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -39,7 +39,7 @@ final class ReportCommand extends TidemarkCommand {
             HealthReport.Figures f = HealthReport.write(spark, Lakehouse.of(config), n, out);
             say("report: %s (%d days, %d invalid reasons, %d time points)", out.toAbsolutePath(), f.days().size(), f.invalid().size(),
                     f.timeline().size());
-        } catch (ReconcileRefusedException e) {
+        } catch (RequestRefusedException e) {
             throw new UserError(e.getMessage(), e);
         } finally {
             release(spark);

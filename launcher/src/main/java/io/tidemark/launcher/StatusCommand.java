@@ -23,7 +23,7 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
-import io.tidemark.reconcile.Maintenance;
+import io.tidemark.operations.Maintenance;
 import io.tidemark.stream.StreamCheckpoint;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

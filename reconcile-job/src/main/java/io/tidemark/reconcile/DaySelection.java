@@ -3,6 +3,7 @@ package io.tidemark.reconcile;
 import java.time.LocalDate;
 import java.time.format.DateTimeParseException;
 import java.util.Objects;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * Which closed days a reconcile run recomputes: an explicit range, the most recent N closed days, or
@@ -31,7 +32,7 @@ public final class DaySelection {
         Objects.requireNonNull(from, "from");
         Objects.requireNonNull(to, "to");
         if (from.isAfter(to)) {
-            throw new ReconcileRefusedException("--from " + from + " is after --to " + to + "; give the earlier day first");
+            throw new RequestRefusedException("--from " + from + " is after --to " + to + "; give the earlier day first");
         }
         return new DaySelection(Kind.RANGE, from, to, 0);
     }
@@ -44,7 +45,7 @@ public final class DaySelection {
     /** The {@code n} most recent closed days, whether they hold data or not. */
     public static DaySelection recent(int n) {
         if (n < 1) {
-            throw new ReconcileRefusedException("--recent " + n + ": the number of days must be at least 1");
+            throw new RequestRefusedException("--recent " + n + ": the number of days must be at least 1");
         }
         return new DaySelection(Kind.RECENT, null, null, n);
     }
@@ -67,10 +68,10 @@ public final class DaySelection {
     public static DaySelection of(LocalDate from, LocalDate to, Integer recent, boolean dirty, int defaultRecent) {
         int modes = (from != null || to != null ? 1 : 0) + (recent != null ? 1 : 0) + (dirty ? 1 : 0);
         if (modes > 1) {
-            throw new ReconcileRefusedException("choose one selection: --from/--to, --recent N or --dirty");
+            throw new RequestRefusedException("choose one selection: --from/--to, --recent N or --dirty");
         }
         if ((from == null) != (to == null)) {
-            throw new ReconcileRefusedException(from == null ? "--to " + to + " needs --from (for one day give the same date to both)"
+            throw new RequestRefusedException(from == null ? "--to " + to + " needs --from (for one day give the same date to both)"
                     : "--from " + from + " needs --to (for one day give the same date to both)");
         }
         if (from != null) {
@@ -88,7 +89,7 @@ public final class DaySelection {
      */
     public static String checkRunId(String runId) {
         if (runId == null || !RUN_ID.matcher(runId).matches()) {
-            throw new ReconcileRefusedException("--run-id '" + runId + "' is not a run id: use 1-200 letters, digits and _.:+@-, "
+            throw new RequestRefusedException("--run-id '" + runId + "' is not a run id: use 1-200 letters, digits and _.:+@-, "
                     + "starting with a letter or digit");
         }
         return runId;
@@ -99,7 +100,7 @@ public final class DaySelection {
         try {
             return LocalDate.parse(text.trim());
         } catch (DateTimeParseException | NullPointerException e) {
-            throw new ReconcileRefusedException(option + " '" + text + "' is not a day; write it as yyyy-MM-dd, e.g. 2026-11-27");
+            throw new RequestRefusedException(option + " '" + text + "' is not a day; write it as yyyy-MM-dd, e.g. 2026-11-27");
         }
     }
 

@@ -4,12 +4,13 @@ import java.time.LocalDate;
 import java.util.Map;
 
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * The command line of {@link ReconcileJob#main}: {@code --from D --to D}, {@code --recent N},
  * {@code --dirty}, {@code --dry-run}, {@code --help}, and {@code key=value} settings (see
  * {@link TidemarkConfig.Key}). Options also take the {@code --option=value} form. Bad input is
- * refused with a {@link ReconcileRefusedException} (or the configuration's own
+ * refused with a {@link RequestRefusedException} (or the configuration's own
  * {@link IllegalArgumentException}) whose message is one line.
  */
 public record ReconcileArguments(TidemarkConfig config, DaySelection selection, boolean dryRun, String runId, boolean help) {
@@ -65,13 +66,13 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
                     try {
                         recent = Integer.parseInt(value.trim());
                     } catch (NumberFormatException e) {
-                        throw new ReconcileRefusedException("--recent '" + value + "' is not a whole number of days");
+                        throw new RequestRefusedException("--recent '" + value + "' is not a whole number of days");
                     }
                 }
                 default -> {
                     int eq = a.indexOf('=');
                     if (a.startsWith("-") || eq <= 0) {
-                        throw new ReconcileRefusedException("argument '" + a + "' is neither an option (--from, --to, --recent, --dirty, "
+                        throw new RequestRefusedException("argument '" + a + "' is neither an option (--from, --to, --recent, --dirty, "
                                 + "--dry-run, --run-id, --help) nor a key=value setting");
                     }
                     settings.set(a.substring(0, eq), a.substring(eq + 1));
@@ -85,7 +86,7 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
 
     private static String next(String[] args, int i, String option) {
         if (i >= args.length) {
-            throw new ReconcileRefusedException(option + " needs a value");
+            throw new RequestRefusedException(option + " needs a value");
         }
         return args[i];
     }

@@ -41,6 +41,10 @@ import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.CommitFailedException;
+import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.lakehouse.JobMain;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * The batch layer: recomputes closed days from {@code raw_events}, exactly and with late records
@@ -66,6 +70,8 @@ public final class ReconcileJob {
     private final Lakehouse lakehouse;
     private final PrintStream out;
     private final CommitRetry retry;
+    /** What an operator does when a day's commit gave up to concurrent writers. */
+    private static final String RERUN = "re-run reconcile for it";
     private boolean registered;
 
     public ReconcileJob(SparkSession spark, TidemarkConfig config) {
@@ -101,8 +107,8 @@ public final class ReconcileJob {
      * Reconciles the selected days, one after the other.
      *
      * @param dryRun compute and print the drift, write nothing
-     * @throws ReconcileRefusedException a selected day is not closed; nothing was written
-     * @throws ReconcileFailedException  a day could not be replaced; earlier days of the run are done
+     * @throws RequestRefusedException a selected day is not closed; nothing was written
+     * @throws CommitFailedException  a day could not be replaced; earlier days of the run are done
      */
     public ReconcileResult run(DaySelection selection, boolean dryRun) {
         return run(selection, dryRun, null);
@@ -130,11 +136,11 @@ public final class ReconcileJob {
                 for (LocalDate d = selection.from(); !d.isAfter(selection.to()); d = d.plusDays(1)) {
                     java.util.Optional<String> open = closed.whyOpen(d);
                     if (open.isPresent()) {
-                        throw new ReconcileRefusedException(open.get() + ". Reconcile closed days only.");
+                        throw new RequestRefusedException(open.get() + ". Reconcile closed days only.");
                     }
                     java.util.Optional<String> sealed = expired.whySealed(d);
                     if (sealed.isPresent()) {
-                        throw new ReconcileRefusedException(sealed.get() + ". Choose a range after "
+                        throw new RequestRefusedException(sealed.get() + ". Choose a range after "
                                 + expired.of(Table.RAW_EVENTS).last() + ".");
                     }
                 }
@@ -222,10 +228,10 @@ public final class ReconcileJob {
                 StructType reportSchema = reportSchema();
                 Dataset<Row> report = reportRows(TruthKpis.windowDrift(comparison), reportSchema, runId, runStartedAt, day)
                         .union(spark.createDataFrame(List.of(summary), reportSchema));
-                retry.run(day, "appending the drift report", () -> report.write().format("delta").mode("append")
+                retry.run(day, "appending the drift report", RERUN, () -> report.write().format("delta").mode("append")
                         .option("userMetadata", "tidemark " + runId + " " + day)
                         .save(lakehouse.path(Table.RECONCILE_REPORT)));
-                attempts = retry.run(day, "replacing the KPI rows", () -> asTable(truth, Table.KPI_5M)
+                attempts = retry.run(day, "replacing the KPI rows", RERUN, () -> asTable(truth, Table.KPI_5M)
                         .write().format("delta").mode("overwrite")
                         .option("replaceWhere", "event_date = DATE'" + day + "'")
                         .option("userMetadata", "tidemark " + runId + " " + day)
@@ -233,10 +239,10 @@ public final class ReconcileJob {
             }
             return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, streamCount,
                     batchCount, streamGb, batchGb, gbDrift, gbDriftRel, late, attempts, System.currentTimeMillis() - t0, null);
-        } catch (ReconcileFailedException e) {
+        } catch (CommitFailedException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new ReconcileFailedException(day, "reconciling " + day + " failed: " + CommitRetry.oneLine(e), e);
+            throw new CommitFailedException(day, "reconciling " + day + " failed: " + CommitRetry.oneLine(e), e);
         } finally {
             comparison.unpersist();
             truth.unpersist();
@@ -285,7 +291,7 @@ public final class ReconcileJob {
             try {
                 QueryDefinition.requireLakehouseWindow(spark, config);
             } catch (IncompatibleQueryException e) {
-                throw new ReconcileRefusedException(e.getMessage());
+                throw new RequestRefusedException(e.getMessage());
             }
             lakehouse.createAndRegister(spark);
             registered = true;
@@ -322,14 +328,14 @@ public final class ReconcileJob {
         try {
             a = ReconcileArguments.parse(args, System.getenv());
         } catch (IllegalArgumentException e) {
-            BatchJobMain.refuseArguments("reconcile", e);
+            JobMain.refuseArguments("reconcile", e);
             return;
         }
         if (a.help()) {
             System.out.print(ReconcileArguments.usage());
             return;
         }
-        BatchJobMain.run("reconcile", a.config(), spark -> {
+        JobMain.run("reconcile", a.config(), spark -> {
             new ReconcileJob(spark, a.config()).run(a.selection(), a.dryRun(), a.runId());
             return null;
         });

@@ -8,6 +8,7 @@ import java.time.LocalDate;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 class DaySelectionTest {
     private static final LocalDate D27 = LocalDate.parse("2026-11-27");
@@ -17,12 +18,12 @@ class DaySelectionTest {
     void rangesRunFromTheEarlierDayAndNIsAtLeastOne() {
         assertThat(DaySelection.range(D27, D28).toString()).isEqualTo("days 2026-11-27 to 2026-11-28");
         assertThat(DaySelection.day(D27).toString()).isEqualTo("day 2026-11-27");
-        assertThatThrownBy(() -> DaySelection.range(D28, D27)).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.range(D28, D27)).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("--from 2026-11-28 is after --to 2026-11-27; give the earlier day first");
-        assertThatThrownBy(() -> DaySelection.recent(0)).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.recent(0)).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("--recent 0: the number of days must be at least 1");
         assertThat(DaySelection.recent(3).toString()).isEqualTo("the 3 most recent closed days");
-        assertThatThrownBy(() -> DaySelection.parseDay("--from", "2026-13-01")).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.parseDay("--from", "2026-13-01")).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("--from '2026-13-01' is not a day; write it as yyyy-MM-dd, e.g. 2026-11-27");
     }
 
@@ -32,13 +33,13 @@ class DaySelectionTest {
         assertThat(DaySelection.of(null, null, null, false, 3)).isEqualTo(DaySelection.recent(3));
         assertThat(DaySelection.of(null, null, 5, false, 3)).isEqualTo(DaySelection.recent(5));
         assertThat(DaySelection.of(null, null, null, true, 3)).isEqualTo(DaySelection.dirty());
-        assertThatThrownBy(() -> DaySelection.of(D27, D28, 2, false, 3)).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.of(D27, D28, 2, false, 3)).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("choose one selection: --from/--to, --recent N or --dirty");
         assertThatThrownBy(() -> DaySelection.of(null, D28, null, false, 3))
                 .hasMessage("--to 2026-11-28 needs --from (for one day give the same date to both)");
         assertThat(DaySelection.checkRunId("manual__2026-12-01T05:48:34.123+00:00.reconcile_selection.1"))
                 .isEqualTo("manual__2026-12-01T05:48:34.123+00:00.reconcile_selection.1");
-        assertThatThrownBy(() -> DaySelection.checkRunId("x'; DROP TABLE y")).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.checkRunId("x'; DROP TABLE y")).isInstanceOf(RequestRefusedException.class)
                 .hasMessageContaining("is not a run id");
         assertThatThrownBy(() -> DaySelection.checkRunId("")).hasMessageContaining("is not a run id");
         assertThatThrownBy(() -> DaySelection.checkRunId("a".repeat(201))).hasMessageContaining("is not a run id");

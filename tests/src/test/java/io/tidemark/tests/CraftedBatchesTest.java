@@ -17,7 +17,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.tests.KafkaFixtures.Message;

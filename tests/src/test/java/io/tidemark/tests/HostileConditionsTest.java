@@ -46,7 +46,7 @@ import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;

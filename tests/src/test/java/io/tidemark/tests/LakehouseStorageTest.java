@@ -25,7 +25,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.tidemark.generate.GenerationReport;
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
 import io.tidemark.lakehouse.TidemarkConfig;

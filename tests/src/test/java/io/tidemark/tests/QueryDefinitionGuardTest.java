@@ -21,7 +21,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
@@ -29,7 +29,7 @@ import io.tidemark.lakehouse.TidemarkConfig.Key;
 import io.tidemark.launcher.Tidemark;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
-import io.tidemark.reconcile.ReconcileRefusedException;
+import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.stream.StreamingJob;
 
 /**
@@ -92,7 +92,7 @@ class QueryDefinitionGuardTest {
         // Reconcile uses the lakehouse's window and refuses a configuration that disagrees.
         assertThatThrownBy(() -> new ReconcileJob(infra.spark, original.toBuilder().set(Key.WINDOW, "10 minutes").build(),
                 new java.io.PrintStream(java.io.OutputStream.nullOutputStream())).run(DaySelection.recent(1), false))
-                .isInstanceOf(ReconcileRefusedException.class)
+                .isInstanceOf(RequestRefusedException.class)
                 .hasMessage("the lakehouse " + lh + " holds 5 minutes KPI windows (kpi_5m property tidemark.query.window) but this run has "
                         + "window = 10 minutes; set window back to 5 minutes (the stream's window): reconcile recomputes days with the window "
                         + "the stream wrote");

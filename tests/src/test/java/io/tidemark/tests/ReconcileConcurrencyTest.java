@@ -28,11 +28,11 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.reconcile.CommitRetry;
+import io.tidemark.lakehouse.CommitRetry;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
@@ -164,7 +164,7 @@ class ReconcileConcurrencyTest {
         CommitRetry retry = new CommitRetry(5, Duration.ofMillis(100), d -> Thread.sleep(d.toMillis()));
         Thread overwrite = new Thread(() -> {
             try {
-                attempts.set(retry.run(D27, "replacing the KPI rows", () -> spark.range(100, 103).coalesce(1)
+                attempts.set(retry.run(D27, "replacing the KPI rows", "re-run reconcile for it", () -> spark.range(100, 103).coalesce(1)
                         .select(blockOnce.apply(col("id")).as("id"), org.apache.spark.sql.functions.expr("DATE'2026-11-27'").as("event_date"))
                         .write().format("delta").mode("overwrite").option("replaceWhere", "event_date = DATE'2026-11-27'").save(path)));
             } catch (Throwable t) {

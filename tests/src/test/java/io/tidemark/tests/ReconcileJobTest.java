@@ -29,14 +29,14 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
-import io.tidemark.reconcile.ReconcileRefusedException;
+import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.reconcile.ReconcileResult;
 import io.tidemark.stream.StreamingJob;
 import io.tidemark.tests.KafkaFixtures.Message;
@@ -168,15 +168,15 @@ class ReconcileJobTest {
     void openDaysAndBadRangesAreRefused() {
         long kpiVersion = version(Table.KPI_5M);
         assertThatThrownBy(() -> job.run(DaySelection.range(D28, D29), false))
-                .isInstanceOf(ReconcileRefusedException.class)
+                .isInstanceOf(RequestRefusedException.class)
                 .hasMessage("day 2026-11-29 is not closed: the stream's watermark is 2026-11-29T00:50:00Z and the day closes only when it "
                         + "reaches 2026-11-30T00:00:00Z; the last closed day is 2026-11-28. Reconcile closed days only.");
         assertThatThrownBy(() -> job.run(DaySelection.day(LocalDate.parse("2027-01-01")), false))
-                .isInstanceOf(ReconcileRefusedException.class)
+                .isInstanceOf(RequestRefusedException.class)
                 .hasMessageStartingWith("day 2027-01-01 is not closed: the stream's watermark is 2026-11-29T00:50:00Z");
-        assertThatThrownBy(() -> DaySelection.range(D28, D27)).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.range(D28, D27)).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("--from 2026-11-28 is after --to 2026-11-27; give the earlier day first");
-        assertThatThrownBy(() -> DaySelection.recent(0)).isInstanceOf(ReconcileRefusedException.class)
+        assertThatThrownBy(() -> DaySelection.recent(0)).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("--recent 0: the number of days must be at least 1");
         assertThat(version(Table.KPI_5M)).as("a refused run writes nothing").isEqualTo(kpiVersion);
         assertThat(rows("SELECT count(*) FROM {report}").get(0).getLong(0)).isZero();

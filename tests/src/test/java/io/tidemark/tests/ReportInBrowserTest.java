@@ -33,7 +33,7 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
 import io.tidemark.reconcile.DaySelection;
-import io.tidemark.reconcile.HealthReport;
+import io.tidemark.operations.HealthReport;
 import io.tidemark.reconcile.ReconcileJob;
 import io.tidemark.stream.StreamingJob;
 

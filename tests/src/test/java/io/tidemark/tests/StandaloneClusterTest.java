@@ -32,7 +32,7 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.launcher.ConservationCheck;
+import io.tidemark.operations.ConservationCheck;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
 

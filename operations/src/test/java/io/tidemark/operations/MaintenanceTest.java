@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.operations;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -30,6 +30,8 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * Maintenance on real Delta tables: a closed day written by many appends becomes one file with the
@@ -125,7 +127,7 @@ class MaintenanceTest {
         assertThat(DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history(1).first().getLong(0)).isEqualTo(versionBefore);
 
         assertThatThrownBy(() -> maintenance(new ByteArrayOutputStream()).run(new Maintenance.Options(false, Duration.ofHours(1), false)))
-                .isInstanceOf(ReconcileRefusedException.class)
+                .isInstanceOf(RequestRefusedException.class)
                 .hasMessageStartingWith("a vacuum retention of 1 hours is below Delta's safety minimum of 168 hours");
         assertThat(DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history(1).first().getLong(0)).isEqualTo(versionBefore);
 

@@ -1,4 +1,4 @@
-package io.tidemark.launcher;
+package io.tidemark.operations;
 
 import java.math.BigDecimal;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.lakehouse;
 
 import java.time.Duration;
 import java.time.LocalDate;
@@ -52,13 +52,15 @@ public final class CommitRetry {
 
     /**
      * Runs {@code attempt} until it succeeds or {@code maxAttempts} attempts lost to concurrent
-     * writers. Any other failure propagates at once, wrapped in a {@link ReconcileFailedException}
+     * writers. Any other failure propagates at once, wrapped in a {@link CommitFailedException}
      * naming the day.
      *
-     * @param day the day the attempt writes, or null when it is not about one day (a whole-table compaction)
+     * @param day      the day the attempt writes, or null when it is not about one day (a whole-table compaction)
+     * @param ifGaveUp what the operator does when the attempts ran out, e.g. "re-run reconcile for it":
+     *                 the advice belongs to the operation, not to the retry
      * @return the number of attempts made (1 when the first one committed)
      */
-    public int run(LocalDate day, String what, Attempt attempt) {
+    public int run(LocalDate day, String what, String ifGaveUp, Attempt attempt) {
         String subject = day == null ? what : what + " of " + day;
         for (int n = 1; ; n++) {
             try {
@@ -67,18 +69,18 @@ public final class CommitRetry {
             } catch (Exception e) {
                 DeltaConcurrentModificationException conflict = conflictIn(e);
                 if (conflict == null) {
-                    throw new ReconcileFailedException(day, subject + " failed: " + oneLine(e), e);
+                    throw new CommitFailedException(day, subject + " failed: " + oneLine(e), e);
                 }
                 if (n >= maxAttempts) {
-                    throw new ReconcileFailedException(day, subject + " gave up after " + n
+                    throw new CommitFailedException(day, subject + " gave up after " + n
                             + " attempts: concurrent writers kept conflicting with it (last: " + conflict.getClass().getSimpleName() + ": "
-                            + oneLine(conflict) + "). The day is unchanged; re-run reconcile for it.", e);
+                            + oneLine(conflict) + "). " + (day == null ? "The table is unchanged; " : "The day is unchanged; ") + ifGaveUp + ".", e);
                 }
                 try {
                     sleeper.sleep(backoff(n));
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
-                    throw new ReconcileFailedException(day, subject + " interrupted while waiting to retry", ie);
+                    throw new CommitFailedException(day, subject + " interrupted while waiting to retry", ie);
                 }
             }
         }
@@ -100,7 +102,8 @@ public final class CommitRetry {
         return null;
     }
 
-    static String oneLine(Throwable t) {
+    /** The first line of {@code t}'s message, for a one-line refusal or failure. */
+    public static String oneLine(Throwable t) {
         String m = String.valueOf(t.getMessage());
         int nl = m.indexOf('\n');
         return nl < 0 ? m : m.substring(0, nl);

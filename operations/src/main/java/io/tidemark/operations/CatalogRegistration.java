@@ -1,4 +1,4 @@
-package io.tidemark.lakehouse;
+package io.tidemark.operations;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -12,6 +12,9 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
  * Registers a lakehouse's tables and the analyst views in a Hive metastore, once, so that any Spark
@@ -38,7 +41,7 @@ import org.apache.spark.sql.SparkSession;
  *
  * <p>The jobs never use this: an embedded Derby metastore admits one JVM at a time, and a stream
  * must not hold it. Runs from {@code tidemark catalog}, or {@code spark-submit --class
- * io.tidemark.lakehouse.CatalogRegistration} (see {@link #main}).
+ * io.tidemark.operations.CatalogRegistration} (see {@link #main}).
  */
 public final class CatalogRegistration {
 
@@ -80,7 +83,7 @@ public final class CatalogRegistration {
      */
     public static List<View> views() {
         List<View> out = new ArrayList<>();
-        for (String statement : new Lakehouse("").statements("views.sql")) {
+        for (String statement : Lakehouse.viewStatements()) {
             Matcher m = TEMPORARY_VIEW.matcher(statement);
             if (!m.find()) {
                 throw new IllegalStateException("sql/views.sql: every statement must be 'CREATE OR REPLACE TEMPORARY VIEW <name> AS ...' "
@@ -392,7 +395,7 @@ public final class CatalogRegistration {
             + "(a spark-sql, a notebook, the Thrift server?): it admits one at a time; stop that session and run this again";
 
     private static final String USAGE = """
-            Usage: spark-submit --class io.tidemark.lakehouse.CatalogRegistration tidemark-spark-jobs.jar \\
+            Usage: spark-submit --class io.tidemark.operations.CatalogRegistration tidemark-spark-jobs.jar \\
                      [register [--replace] | status | drop] [key=value ...]
             Registers the lakehouse's tables and the analyst views in a Hive metastore (docs/tables.md, "A shared catalog"):
             catalog.metastore=DIR (embedded Derby) or thrift://host:port, else Spark's Hive configuration.

@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.operations;
 
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.count;
@@ -27,6 +27,10 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.CommitFailedException;
+import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.lakehouse.JobMain;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * Keeps a long-running lakehouse fast to read: compacts the closed days of the partitioned tables
@@ -62,6 +66,9 @@ public final class Maintenance {
     /** Delta's default safety minimum for vacuum. */
     public static final Duration SAFE_RETENTION = Duration.ofDays(7);
     private static final int DAYS_PER_COMMIT = 31;
+    /** What an operator does when a compaction or a retention delete gave up to concurrent writers. */
+    private static final String RUN_AGAIN_COMPACTS = "run maintain again when the stream or reconcile writes less (it compacts what is left)";
+    private static final String RUN_AGAIN_EXPIRES = "run maintain again (it deletes the expired days still there)";
 
     /**
      * @param vacuumRetention null: no vacuum
@@ -109,7 +116,7 @@ public final class Maintenance {
     /**
      * Maintains every partitioned table, one after the other, printing a line per table.
      *
-     * @throws ReconcileRefusedException the vacuum retention is below the safety minimum and not forced; nothing was done
+     * @throws RequestRefusedException the vacuum retention is below the safety minimum and not forced; nothing was done
      */
     public List<TableReport> run(Options options) {
         refuseUnsafeVacuum(options);
@@ -137,11 +144,11 @@ public final class Maintenance {
      * Refuses a vacuum retention below the safety minimum unless forced; needs no Spark session, so
      * the spark-submit entry point refuses before it starts one.
      *
-     * @throws ReconcileRefusedException with the reason and what to do instead
+     * @throws RequestRefusedException with the reason and what to do instead
      */
     static void refuseUnsafeVacuum(Options options) {
         if (options.vacuumRetention() != null && options.vacuumRetention().compareTo(SAFE_RETENTION) < 0 && !options.force()) {
-            throw new ReconcileRefusedException("a vacuum retention of " + hours(options.vacuumRetention()) + " hours is below Delta's safety "
+            throw new RequestRefusedException("a vacuum retention of " + hours(options.vacuumRetention()) + " hours is below Delta's safety "
                     + "minimum of " + hours(SAFE_RETENTION) + " hours: it could delete files that a running stream replaying its last batch, a "
                     + "reconcile in progress or an analyst's query on an older table version still reads. Keep at least "
                     + hours(SAFE_RETENTION) + " hours, or add --force when nothing reads or writes these tables meanwhile");
@@ -158,7 +165,7 @@ public final class Maintenance {
         if (!toExpire.isEmpty()) {
             try {
                 rowsExpired = expire(table, day, toExpire, retention.lastClosed, options.dryRun());
-            } catch (ReconcileFailedException e) {
+            } catch (CommitFailedException e) {
                 problem = e.getMessage();
             }
         }
@@ -170,8 +177,8 @@ public final class Maintenance {
                 List<LocalDate> chunk = toCompact.subList(i, Math.min(toCompact.size(), i + DAYS_PER_COMMIT));
                 String where = day + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
                 try {
-                    retry.run(chunk.get(0), "compacting " + table.tableName(), () -> spark.sql("OPTIMIZE " + lakehouse.ref(table) + " WHERE " + where));
-                } catch (ReconcileFailedException e) {
+                    retry.run(chunk.get(0), "compacting " + table.tableName(), RUN_AGAIN_COMPACTS, () -> spark.sql("OPTIMIZE " + lakehouse.ref(table) + " WHERE " + where));
+                } catch (CommitFailedException e) {
                     problem = e.getMessage();
                 }
             }
@@ -189,8 +196,8 @@ public final class Maintenance {
         String problem = null;
         if (!options.dryRun() && before[0] > 1) {
             try {
-                retry.run(null, "compacting " + table.tableName(), () -> spark.sql("OPTIMIZE " + lakehouse.ref(table)));
-            } catch (ReconcileFailedException e) {
+                retry.run(null, "compacting " + table.tableName(), RUN_AGAIN_COMPACTS, () -> spark.sql("OPTIMIZE " + lakehouse.ref(table)));
+            } catch (CommitFailedException e) {
                 problem = e.getMessage();
             }
         }
@@ -304,10 +311,10 @@ public final class Maintenance {
                         "rows_removed", c[0], "files_removed", c[1], "retention_days", config.retentionDays(table),
                         "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
             }
-            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), () -> spark.createDataFrame(records,
+            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), RUN_AGAIN_EXPIRES, () -> spark.createDataFrame(records,
                     Lakehouse.schema(Table.EXPIRED_DAYS)).write().format("delta").mode("append").save(lakehouse.path(Table.EXPIRED_DAYS)));
             String where = dayColumn + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
-            retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
+            retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), RUN_AGAIN_EXPIRES, () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
         }
         return rows;
     }
@@ -462,7 +469,7 @@ public final class Maintenance {
     }
 
     static final String USAGE = """
-            Usage: spark-submit --class io.tidemark.reconcile.Maintenance tidemark-spark-jobs.jar [--dry-run] [--no-vacuum] [--force] [key=value ...]
+            Usage: spark-submit --class io.tidemark.operations.Maintenance tidemark-spark-jobs.jar [--dry-run] [--no-vacuum] [--force] [key=value ...]
             Delete the days past data retention (retention.*-days; default: keep every day), compact the closed days of
             raw_events, late_events, dead_letter and kpi_5m, then vacuum files older than maintain.vacuum-retention
             (default 7 days, Delta's safety minimum; below it only with --force).
@@ -492,7 +499,7 @@ public final class Maintenance {
                     default -> {
                         int eq = a.indexOf('=');
                         if (a.startsWith("-") || eq <= 0) {
-                            throw new ReconcileRefusedException("argument '" + a + "' is neither an option (--dry-run, --no-vacuum, --force, "
+                            throw new RequestRefusedException("argument '" + a + "' is neither an option (--dry-run, --no-vacuum, --force, "
                                     + "--help) nor a key=value setting");
                         }
                         b.set(a.substring(0, eq), a.substring(eq + 1));
@@ -501,18 +508,18 @@ public final class Maintenance {
             }
             config = b.build();
         } catch (IllegalArgumentException e) {
-            BatchJobMain.refuseArguments("maintain", e);
+            JobMain.refuseArguments("maintain", e);
             return;
         }
         Options options = new Options(dryRun, vacuum ? config.vacuumRetention() : null, force);
         try {
             refuseUnsafeVacuum(options); // before a Spark session is started for nothing
-        } catch (ReconcileRefusedException e) {
-            BatchJobMain.refuseArguments("maintain", e);
+        } catch (RequestRefusedException e) {
+            JobMain.refuseArguments("maintain", e);
             return;
         }
         TidemarkConfig settings = config;
-        BatchJobMain.run("maintain", settings, spark -> {
+        JobMain.run("maintain", settings, spark -> {
             List<TableReport> reports = new Maintenance(spark, settings, System.out, CommitRetry.defaults()).run(options);
             return reports.stream().anyMatch(r -> r.problem() != null)
                     ? "some tables could not be compacted; see the PROBLEM lines above and run maintain again" : null;

@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.lakehouse;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -22,7 +22,7 @@ class CommitRetryTest {
     @Test
     void aConflictIsRetriedWithGrowingJitteredBackoff() {
         AtomicInteger calls = new AtomicInteger();
-        int attempts = retry.run(DAY, "replacing the KPI rows", () -> {
+        int attempts = retry.run(DAY, "replacing the KPI rows", "re-run reconcile for it", () -> {
             if (calls.incrementAndGet() < 4) {
                 // as Spark may hand it over: wrapped
                 throw new RuntimeException("write failed", new ConcurrentAppendException("Files were added to partition [event_date=2026-11-27]"));
@@ -38,12 +38,12 @@ class CommitRetryTest {
     @Test
     void afterFiveConflictsTheDayFailsLoudly() {
         AtomicInteger calls = new AtomicInteger();
-        assertThatThrownBy(() -> retry.run(DAY, "replacing the KPI rows", () -> {
+        assertThatThrownBy(() -> retry.run(DAY, "replacing the KPI rows", "re-run reconcile for it", () -> {
             calls.incrementAndGet();
             throw new ConcurrentWriteException("A concurrent transaction has written new data");
-        })).isInstanceOf(ReconcileFailedException.class)
+        })).isInstanceOf(CommitFailedException.class)
                 .hasMessageStartingWith("replacing the KPI rows of 2026-11-27 gave up after 5 attempts: concurrent writers kept conflicting")
-                .satisfies(e -> assertThat(((ReconcileFailedException) e).day()).isEqualTo(DAY));
+                .satisfies(e -> assertThat(((CommitFailedException) e).day()).isEqualTo(DAY));
         assertThat(calls.get()).isEqualTo(5);
         assertThat(slept).hasSize(4);
     }
@@ -51,10 +51,10 @@ class CommitRetryTest {
     @Test
     void otherFailuresAreNotRetried() {
         AtomicInteger calls = new AtomicInteger();
-        assertThatThrownBy(() -> retry.run(DAY, "replacing the KPI rows", () -> {
+        assertThatThrownBy(() -> retry.run(DAY, "replacing the KPI rows", "re-run reconcile for it", () -> {
             calls.incrementAndGet();
             throw new IllegalStateException("disk full\nmore detail");
-        })).isInstanceOf(ReconcileFailedException.class).hasMessage("replacing the KPI rows of 2026-11-27 failed: disk full");
+        })).isInstanceOf(CommitFailedException.class).hasMessage("replacing the KPI rows of 2026-11-27 failed: disk full");
         assertThat(calls.get()).isEqualTo(1);
         assertThat(slept).isEmpty();
     }

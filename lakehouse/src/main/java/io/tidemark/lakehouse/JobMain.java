@@ -1,24 +1,20 @@
-package io.tidemark.reconcile;
+package io.tidemark.lakehouse;
 
 import java.util.function.Function;
 
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.SparkSessions;
-import io.tidemark.lakehouse.StorageCheck;
-import io.tidemark.lakehouse.TidemarkConfig;
-
 /**
- * How the batch side's jobs end under {@code spark-submit}: exit status 2 for a refused request
- * (nothing written), 1 for a failure, each with one line {@code tidemark <command>: ...} printed
- * last, after Spark's own shutdown output, so an operator (or Airflow's log tail) sees it.
+ * How the batch jobs (reconcile, maintain, report) end under {@code spark-submit}: exit status 2 for
+ * a refused request (nothing written), 1 for a failure, each with one line {@code tidemark <command>: ...}
+ * printed last, after Spark's own shutdown output, so an operator (or Airflow's log tail) sees it.
  */
-final class BatchJobMain {
-    private BatchJobMain() {
+public final class JobMain {
+    private JobMain() {
     }
 
     /** A command line that could not be parsed: exit 2 with its one-line reason. */
-    static void refuseArguments(String command, IllegalArgumentException e) {
+    public static void refuseArguments(String command, IllegalArgumentException e) {
         System.err.println("tidemark " + command + ": " + CommitRetry.oneLine(e));
         System.exit(2);
     }
@@ -28,14 +24,14 @@ final class BatchJobMain {
      *
      * @param body returns null when done, else the one-line reason of a partial failure (exit 1)
      */
-    static void run(String command, TidemarkConfig config, Function<SparkSession, String> body) {
+    public static void run(String command, TidemarkConfig config, Function<SparkSession, String> body) {
         SparkSession spark = SparkSessions.create(config, "tidemark-" + command);
         int status = 0;
         String message = null;
         try {
             message = body.apply(spark);
             status = message == null ? 0 : 1;
-        } catch (ReconcileRefusedException e) {
+        } catch (RequestRefusedException e) {
             status = 2;
             message = CommitRetry.oneLine(e);
         } catch (StorageCheck.StorageUnavailableException e) {

@@ -1,4 +1,4 @@
-package io.tidemark.lakehouse;
+package io.tidemark.operations;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.TidemarkConfig;
 
 /** The catalog settings and the persistent views' derivation, without Spark (SharedCatalogTest runs it for real). */
 class CatalogRegistrationTest {
@@ -63,7 +65,7 @@ class CatalogRegistrationTest {
         List<CatalogRegistration.View> views = CatalogRegistration.views();
         assertThat(views).extracting(CatalogRegistration.View::name)
                 .containsExactly("kpi_final", "kpi_hourly", "kpi_daily", "late_by_day", "late_by_cell_day", "drift_by_day");
-        List<String> temporary = new Lakehouse("").statements("views.sql");
+        List<String> temporary = Lakehouse.viewStatements();
         for (int i = 0; i < views.size(); i++) {
             CatalogRegistration.View v = views.get(i);
             assertThat(temporary.get(i)).isEqualTo("CREATE OR REPLACE TEMPORARY VIEW " + v.name() + " AS\n" + v.query());

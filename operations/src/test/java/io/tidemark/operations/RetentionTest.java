@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.operations;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -29,6 +29,10 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.lakehouse.RequestRefusedException;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.ReconcileJob;
 
 /**
  * Data retention on real Delta tables. Six days, the last one open (the stream closed up to D4):
@@ -167,7 +171,7 @@ class RetentionTest {
 
         ReconcileJob reconcile = new ReconcileJob(spark, config, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
         assertThatThrownBy(() -> reconcile.run(DaySelection.range(D1, D2), false))
-                .isInstanceOf(ReconcileRefusedException.class)
+                .isInstanceOf(RequestRefusedException.class)
                 .hasMessage("the raw events of 2026-11-21 were deleted by data retention (retention.raw-days; see expired_days), so the day "
                         + "can no longer be recomputed; its KPI rows stay as last reconciled. Choose a range after 2026-11-21.");
         assertThat(reconcile.dirtyDays()).containsExactly(D2);

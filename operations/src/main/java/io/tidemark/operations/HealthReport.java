@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.operations;
 
 import java.io.IOException;
 import java.math.BigDecimal;
@@ -26,6 +26,8 @@ import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.JobMain;
+import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * The drift and health report: one self-contained HTML page (no network, no script library: the
@@ -35,7 +37,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
  * over time, closed and dirty days.
  *
  * <p>{@code tidemark report --out report.html}, or under spark-submit
- * {@code --class io.tidemark.reconcile.HealthReport ... --out report.html [--days N] [key=value ...]}.
+ * {@code --class io.tidemark.operations.HealthReport ... --out report.html [--days N] [key=value ...]}.
  */
 public final class HealthReport {
 
@@ -77,7 +79,7 @@ public final class HealthReport {
     /** Reads the figures of the last {@code days} event days (and the stream's last 7 days of processing time). */
     public static Figures read(SparkSession spark, Lakehouse lakehouse, int days) {
         if (!exists(spark, lakehouse, Table.STREAM_PROGRESS)) {
-            throw new ReconcileRefusedException("no stream has written to " + lakehouse.root() + " yet (no stream_progress table): nothing to report");
+            throw new RequestRefusedException("no stream has written to " + lakehouse.root() + " yet (no stream_progress table): nothing to report");
         }
         NavigableDays window = NavigableDays.of(spark, lakehouse, days);
         ClosedDays closed = ClosedDays.load(spark, lakehouse);
@@ -433,7 +435,7 @@ public final class HealthReport {
     }
 
     static final String USAGE = """
-            Usage: spark-submit --class io.tidemark.reconcile.HealthReport tidemark-spark-jobs.jar --out FILE [--days N] [key=value ...]
+            Usage: spark-submit --class io.tidemark.operations.HealthReport tidemark-spark-jobs.jar --out FILE [--days N] [key=value ...]
             Write the drift and health report: one self-contained HTML page (charts and the numbers under them).
               --out FILE    where to write it (replaced atomically)
               --days N      the last N event days with data (default 14)
@@ -470,12 +472,12 @@ public final class HealthReport {
             }
             config = b.build();
         } catch (IllegalArgumentException e) {
-            BatchJobMain.refuseArguments("report", e);
+            JobMain.refuseArguments("report", e);
             return;
         }
         Path target = out;
         int n = days;
-        BatchJobMain.run("report", config, spark -> {
+        JobMain.run("report", config, spark -> {
             try {
                 Lakehouse lakehouse = Lakehouse.of(config);
                 Figures f = write(spark, lakehouse, n, target);
