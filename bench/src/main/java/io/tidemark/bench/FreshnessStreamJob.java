@@ -48,10 +48,10 @@ public final class FreshnessStreamJob {
         TidemarkConfig config = settings.build();
         SparkSession spark = SparkSessions.create(config, "bench-freshness-stream");
         MicroBatchWriter.BatchListener listener = progress -> {
-            long id = progress.getLong(progress.fieldIndex("batch_id"));
-            long in = progress.getLong(progress.fieldIndex("records_in"));
-            long ms = progress.getLong(progress.fieldIndex("duration_ms"));
-            long finished = progress.getTimestamp(progress.fieldIndex("finished_at")).getTime();
+            long id = progress.batchId();
+            long in = progress.recordsIn();
+            long ms = progress.durationMs();
+            long finished = progress.finishedAt().toEpochMilli();
             synchronized (System.out) {
                 System.out.println("BATCH " + id + " " + in + " " + ms + " " + finished);
                 System.out.flush();

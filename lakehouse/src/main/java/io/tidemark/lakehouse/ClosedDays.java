@@ -1,18 +1,12 @@
 package io.tidemark.lakehouse;
 
-import static org.apache.spark.sql.functions.col;
-
+import java.time.Instant;
 import java.time.LocalDate;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-
-import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
  * Which UTC days are closed, as the stream decided it: every day up to and including
@@ -55,32 +49,17 @@ public final class ClosedDays {
      * micro-batch records one.
      */
     public static ClosedDays load(SparkSession spark, Lakehouse lakehouse) {
-        Dataset<Row> progress = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS));
-        boolean hasColumn = Arrays.asList(progress.columns()).contains(COLUMN);
-        List<Row> rows = progress.orderBy(col("batch_id").desc(), col("finished_at").desc())
-                .select(col("next_watermark"), hasColumn ? col(COLUMN) : org.apache.spark.sql.functions.lit(null).cast("date"))
-                .limit(1)
-                .collectAsList();
-        if (rows.isEmpty()) {
-            return none();
-        }
-        Row r = rows.get(0);
-        return recorded(r.getTimestamp(0), r.isNullAt(1) ? null : r.getDate(1));
+        return StreamProgress.last(spark, lakehouse).map(StreamProgress::closedDays).orElseGet(ClosedDays::none);
     }
 
-    /** The decision a stream_progress row records (the stream hands its listener each such row). */
-    public static ClosedDays recordedIn(Row progress) {
-        int column = Arrays.asList(progress.schema().fieldNames()).indexOf(COLUMN);
-        return recorded(progress.getAs("next_watermark"), column < 0 || progress.isNullAt(column) ? null : progress.getDate(column));
-    }
-
-    private static ClosedDays recorded(java.sql.Timestamp nextWatermark, java.sql.Date lastClosedDay) {
-        Watermark next = Watermark.of(nextWatermark.toInstant());
+    /** The decision a stream_progress row records ({@link StreamProgress#closedDays()}). */
+    static ClosedDays recorded(Instant nextWatermark, LocalDate lastClosedDay) {
+        Watermark next = Watermark.of(nextWatermark);
         if (lastClosedDay == null) {
             // Null is also the stream's own "nothing closed yet"; an undecided row tells only if its watermark closes a day.
             return new ClosedDays(next, null, next.lastClosedDay().isEmpty());
         }
-        return new ClosedDays(next, lastClosedDay.toLocalDate(), true);
+        return new ClosedDays(next, lastClosedDay, true);
     }
 
     /** The watermark the decision was made with ({@link Watermark#NONE} when the stream has recorded none). */

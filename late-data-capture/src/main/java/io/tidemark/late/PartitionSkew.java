@@ -17,7 +17,7 @@ import java.util.TreeMap;
 public record PartitionSkew(int leading, int trailing, long behindMs, Map<Integer, Long> behindByPartition) {
 
     /** Null when no partition has had a valid record. */
-    public static PartitionSkew of(Map<Integer, WatermarkLedger.PartitionClock> clocks) {
+    public static PartitionSkew of(Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks) {
         if (clocks.isEmpty()) {
             return null;
         }
@@ -25,7 +25,7 @@ public record PartitionSkew(int leading, int trailing, long behindMs, Map<Intege
         int trailing = -1;
         long max = Long.MIN_VALUE;
         long min = Long.MAX_VALUE;
-        for (Map.Entry<Integer, WatermarkLedger.PartitionClock> e : new TreeMap<>(clocks).entrySet()) {
+        for (Map.Entry<Integer, io.tidemark.lakehouse.PartitionClock> e : new TreeMap<>(clocks).entrySet()) {
             long t = e.getValue().maxEventMs();
             if (t > max) {
                 max = t;
@@ -37,7 +37,7 @@ public record PartitionSkew(int leading, int trailing, long behindMs, Map<Intege
             }
         }
         Map<Integer, Long> behind = new TreeMap<>();
-        for (Map.Entry<Integer, WatermarkLedger.PartitionClock> e : clocks.entrySet()) {
+        for (Map.Entry<Integer, io.tidemark.lakehouse.PartitionClock> e : clocks.entrySet()) {
             behind.put(e.getKey(), max - e.getValue().maxEventMs());
         }
         return new PartitionSkew(leading, trailing, max - min, Collections.unmodifiableMap(behind));

@@ -4,6 +4,8 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
 
+import io.tidemark.lakehouse.PartitionClock;
+
 /**
  * The watermark rule, made explicit and replayable.
  *
@@ -53,13 +55,6 @@ public final class WatermarkLedger {
             }
             throw new IllegalArgumentException("watermark.policy must be spark or min-partition; got '" + setting + "'");
         }
-    }
-
-    /**
-     * One Kafka partition's event clock: its max valid event time so far and the timestamp of the
-     * last batch that gave it a valid record.
-     */
-    public record PartitionClock(long maxEventMs, long lastRecordBatchTimeMs) {
     }
 
     /**

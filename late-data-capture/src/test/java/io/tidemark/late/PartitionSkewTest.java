@@ -6,7 +6,7 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.late.WatermarkLedger.PartitionClock;
+import io.tidemark.lakehouse.PartitionClock;
 
 class PartitionSkewTest {
 

@@ -8,7 +8,7 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.late.WatermarkLedger.PartitionClock;
+import io.tidemark.lakehouse.PartitionClock;
 import io.tidemark.late.WatermarkLedger.Policy;
 
 class WatermarkLedgerTest {

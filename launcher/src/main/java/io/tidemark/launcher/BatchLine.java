@@ -1,19 +1,21 @@
 package io.tidemark.launcher;
 
-import java.sql.Timestamp;
+import java.time.Instant;
+
+import io.tidemark.lakehouse.StreamProgress;
 
 /** One line per committed micro-batch, from its stream_progress row. */
 final class BatchLine {
     private BatchLine() {
     }
 
-    static String of(ProgressRow p) {
+    static String of(StreamProgress p) {
         return String.format(java.util.Locale.ROOT, "batch %4d  in %9s  on time %9s  late %7s  invalid %7s  watermark %s  %s",
                 p.batchId(), Formats.count(p.recordsIn()), Formats.count(p.onTime()), Formats.count(p.late()),
                 Formats.count(p.invalid()), watermark(p.watermark()), Formats.duration(p.durationMs()));
     }
 
-    static String watermark(Timestamp t) {
-        return t == null || t.getTime() <= 0 ? "none yet            " : Formats.instant(t);
+    static String watermark(Instant t) {
+        return t == null || t.toEpochMilli() <= 0 ? "none yet            " : Formats.instant(t);
     }
 }

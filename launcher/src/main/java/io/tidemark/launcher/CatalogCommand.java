@@ -6,6 +6,7 @@ import java.util.Map;
 
 import org.apache.spark.sql.SparkSession;
 
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.operations.CatalogRegistration;
 import io.tidemark.lakehouse.TidemarkConfig;
 import picocli.CommandLine.Command;
@@ -49,7 +50,7 @@ final class CatalogCommand extends TidemarkCommand {
                 List<String> lines = body.apply(new CatalogRegistration(config), spark);
                 lines.forEach(this::say);
                 if (statusExit && !CatalogRegistration.complete(lines)) {
-                    return 3;
+                    return ExitCode.INCOMPLETE.code();
                 }
                 return Tidemark.OK;
             } catch (CatalogRegistration.Refused e) {
@@ -92,7 +93,7 @@ final class CatalogCommand extends TidemarkCommand {
     }
 
     @Command(name = "status", mixinStandardHelpOptions = true,
-            description = "What the metastore holds under Tidemark's names; exit code 3 unless every table is registered at this "
+            description = "What the metastore holds under Tidemark's names; exit code 6 unless every table is registered at this "
                     + "lakehouse and every view is current.")
     static final class Status extends MetastoreCommand {
         @Override

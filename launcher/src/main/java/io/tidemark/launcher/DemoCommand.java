@@ -39,6 +39,7 @@ import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -53,6 +54,7 @@ import io.tidemark.reconcile.ReconcileResult;
 import io.tidemark.stream.StreamCheckpoint;
 import io.tidemark.stream.StreamingJob;
 import io.tidemark.operations.ConservationCheck;
+import io.tidemark.operations.LakehouseFigures;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -198,10 +200,9 @@ final class DemoCommand extends TidemarkCommand {
         AtomicLong liveSent = new AtomicLong();
         AtomicLong heldBackSent = new AtomicLong();
         AtomicLong consumed = new AtomicLong();
-        AtomicReference<ProgressRow> lastBatch = new AtomicReference<>();
+        AtomicReference<StreamProgress> lastBatch = new AtomicReference<>();
         long backlogSent = backlogReport.messages();
-        StreamingJob job = new StreamingJob(spark, config, row -> {
-            ProgressRow progress = new ProgressRow(row);
+        StreamingJob job = new StreamingJob(spark, config, progress -> {
             lastBatch.set(progress);
             long total = consumed.addAndGet(progress.recordsIn());
             say("  %s | produced %s, consumed %s", BatchLine.of(progress),
@@ -254,7 +255,7 @@ final class DemoCommand extends TidemarkCommand {
         while (liveThread.isAlive()) {
             liveThread.join(500);
             failIfStopped(query);
-            ProgressRow newest = lastBatch.get();
+            StreamProgress newest = lastBatch.get();
             if (heldBackReports == null && System.nanoTime() - liveStart >= liveSeconds * 500_000_000L
                     && newest != null && newest.batchId() > lastBacklogBatch) {
                 heldBackReports = sendHeldBack(backlog, newest, System.nanoTime() - liveStart, heldBackSent);
@@ -267,7 +268,7 @@ final class DemoCommand extends TidemarkCommand {
         }
         if (heldBackReports == null) {
             // A slow machine: the live traffic is over before the watermark has passed the backlog.
-            ProgressRow newest = awaitBatchAfter(query, lastBatch, lastBacklogBatch);
+            StreamProgress newest = awaitBatchAfter(query, lastBatch, lastBacklogBatch);
             heldBackReports = sendHeldBack(backlog, newest, System.nanoTime() - liveStart, heldBackSent);
         }
         GenerationReport liveDone = liveReport.get();
@@ -297,7 +298,7 @@ final class DemoCommand extends TidemarkCommand {
         if (closed.isEmpty()) {
             say("reconcile   no closed day yet: nothing to reconcile");
         } else {
-            say("reconcile   recomputing the closed days %s from raw_events ...", LakehouseFigures.list(closed));
+            say("reconcile   recomputing the closed days %s from raw_events ...", Formats.days(closed));
             try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
                 reconciled = new ReconcileJob(spark, config, ps).run(DaySelection.range(closed.get(0), closed.get(closed.size() - 1)), false);
             } catch (RuntimeException e) {
@@ -445,11 +446,11 @@ final class DemoCommand extends TidemarkCommand {
     }
 
     /** Waits until a batch after {@code batchId} has run. */
-    private ProgressRow awaitBatchAfter(StreamingQuery query, AtomicReference<ProgressRow> lastBatch, long batchId) throws InterruptedException {
+    private StreamProgress awaitBatchAfter(StreamingQuery query, AtomicReference<StreamProgress> lastBatch, long batchId) throws InterruptedException {
         long since = System.nanoTime();
         while (true) {
             failIfStopped(query);
-            ProgressRow newest = lastBatch.get();
+            StreamProgress newest = lastBatch.get();
             if (newest != null && newest.batchId() > batchId) {
                 return newest;
             }
@@ -526,7 +527,7 @@ final class DemoCommand extends TidemarkCommand {
                         + "in the backlog, read %s at a time, the watermark had not passed most of the generator's late ones)",
                 Formats.count(kinds.get(Kind.LATE)), Formats.count(heldBack), Formats.count(config.maxOffsetsPerTrigger()));
         f.closingWatermark().ifPresent(wm -> say("watermark    %s; closed days (end <= watermark): %s", Formats.instant(wm),
-                LakehouseFigures.list(f.closedDays())));
+                Formats.days(f.closedDays())));
         if (reconcileFailure != null) {
             say("reconcile    FAILED: %s", reconcileFailure);
         } else if (reconciled == null || reconciled.days().isEmpty()) {
@@ -547,7 +548,7 @@ final class DemoCommand extends TidemarkCommand {
                     reconciled.runId(), show(Path.of(lakehouse.root())));
         }
         List<LocalDate> dirty = f.dirtyDays();
-        say("dirty days   before reconcile %s; now %s%s", LakehouseFigures.list(dirtyBeforeReconcile), LakehouseFigures.list(dirty),
+        say("dirty days   before reconcile %s; now %s%s", Formats.days(dirtyBeforeReconcile), Formats.days(dirty),
                 dirty.isEmpty() && dirtyBeforeReconcile.isEmpty() ? "" : " (closed days with late records not yet in their KPIs)");
         for (String line : report.summary().split("\n")) {
             say("conservation %s", line.replace("conservation: ", ""));
@@ -629,9 +630,9 @@ final class DemoCommand extends TidemarkCommand {
     }
 
     /** Sends the held-back records of the days closed by the watermark in force after {@code newest}. */
-    private List<GenerationReport> sendHeldBack(TrafficSpec backlog, ProgressRow newest, long sinceLiveStartNanos, AtomicLong sent) {
-        Instant watermark = newest.nextWatermark().toInstant();
-        List<HeldBack> heldBack = heldBackSpecs(backlog, ClosedDays.recordedIn(newest.row()), offlineShare, seed);
+    private List<GenerationReport> sendHeldBack(TrafficSpec backlog, StreamProgress newest, long sinceLiveStartNanos, AtomicLong sent) {
+        Instant watermark = newest.nextWatermark();
+        List<HeldBack> heldBack = heldBackSpecs(backlog, newest.closedDays(), offlineShare, seed);
         if (heldBack.isEmpty()) {
             return List.of();
         }
@@ -644,7 +645,7 @@ final class DemoCommand extends TidemarkCommand {
         say("            %s in: watermark %s, %s %s closed; devices that were offline for hours reconnect and send "
                         + "%s records of %s (%s)",
                 Formats.duration(sinceLiveStartNanos / 1_000_000), Formats.instant(watermark),
-                LakehouseFigures.list(heldBack.stream().map(HeldBack::day).toList()), heldBack.size() == 1 ? "is" : "are",
+                Formats.days(heldBack.stream().map(HeldBack::day).toList()), heldBack.size() == 1 ? "is" : "are",
                 Formats.count(total), heldBack.size() == 1 ? "that day" : "those days", days);
         List<GenerationReport> reports = new ArrayList<>();
         for (HeldBack h : heldBack) {
@@ -690,7 +691,7 @@ final class DemoCommand extends TidemarkCommand {
             }
         }
         if (arrived.length() == 0) {
-            lines.add("No record reached " + LakehouseFigures.list(days.stream().map(DayOutcome::day).toList())
+            lines.add("No record reached " + Formats.days(days.stream().map(DayOutcome::day).toList())
                     + " after the day had closed, so reconcile found the streaming KPIs exact ("
                     + Formats.count(days.stream().mapToLong(DayOutcome::windowsChanged).sum()) + " windows changed).");
             return lines;

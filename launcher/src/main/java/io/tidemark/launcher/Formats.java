@@ -21,10 +21,6 @@ final class Formats {
         return t == null ? "-" : SECONDS.format(t);
     }
 
-    static String instant(java.sql.Timestamp t) {
-        return t == null ? "-" : instant(t.toInstant());
-    }
-
     static String instantMillis(long epochMillis) {
         return epochMillis <= 0 ? "none yet" : instant(Instant.ofEpochMilli(epochMillis));
     }
@@ -60,5 +56,17 @@ final class Formats {
 
     static String rate(double perSecond) {
         return String.format(Locale.ROOT, "%,.0f/s", perSecond);
+    }
+
+    /** "2026-05-01, 2026-05-02" or, for many, the first, a count and the last few. */
+    static String days(java.util.List<java.time.LocalDate> days) {
+        if (days.isEmpty()) {
+            return "none";
+        }
+        if (days.size() <= 8) {
+            return String.join(", ", days.stream().map(java.time.LocalDate::toString).toList());
+        }
+        return days.size() + " days, " + days.get(0) + " .. " + String.join(", ",
+                days.subList(days.size() - 5, days.size()).stream().map(java.time.LocalDate::toString).toList());
     }
 }

@@ -18,13 +18,15 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import io.tidemark.lakehouse.ExitCode;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.late.PartitionSkew;
-import io.tidemark.late.WatermarkLedger;
 import io.tidemark.operations.Maintenance;
 import io.tidemark.stream.StreamCheckpoint;
+import io.tidemark.operations.LakehouseFigures;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -41,9 +43,9 @@ import picocli.CommandLine.Option;
 final class StatusCommand extends TidemarkCommand {
 
     /** Exit codes of {@code --json}: what a probe or a cron check acts on. */
-    static final int STALLED = 3;
-    static final int LAGGING = 4;
-    static final int NOT_STARTED = 5;
+    static final int STALLED = ExitCode.STALLED.code();
+    static final int LAGGING = ExitCode.LAGGING.code();
+    static final int NOT_STARTED = ExitCode.NOT_STARTED.code();
     static final String SCHEMA = "tidemark-status/1";
 
     @Option(names = "--batches", paramLabel = "N", defaultValue = "10",
@@ -85,15 +87,15 @@ final class StatusCommand extends TidemarkCommand {
 
     /** Throughput over the newest progress rows. */
     record Throughput(int batches, long records, long busyMs, long wallMs) {
-        static Throughput of(List<ProgressRow> recent) {
+        static Throughput of(List<StreamProgress> recent) {
             long in = 0;
             long busy = 0;
-            for (ProgressRow b : recent) {
+            for (StreamProgress b : recent) {
                 in += b.recordsIn();
                 busy += b.durationMs();
             }
-            ProgressRow oldest = recent.get(recent.size() - 1);
-            long wall = recent.get(0).finishedAt().getTime() - oldest.startedAt().getTime();
+            StreamProgress oldest = recent.get(recent.size() - 1);
+            long wall = recent.get(0).finishedAt().toEpochMilli() - oldest.startedAt().toEpochMilli();
             return new Throughput(recent.size(), in, busy, wall);
         }
 
@@ -181,7 +183,7 @@ final class StatusCommand extends TidemarkCommand {
             return new Health("not_started", NOT_STARTED, "no stream has committed a batch to this lakehouse yet");
         }
         Duration stalledAfter = Duration.ofMillis(Math.max(config.trigger().toMillis(), 1_000) * stalledAfterTriggers);
-        Duration age = Duration.between(f.last().get().finishedAt().toInstant(), now);
+        Duration age = Duration.between(f.last().get().finishedAt(), now);
         if (age.compareTo(stalledAfter) > 0) {
             if (!kafka.reachable()) {
                 return new Health("stalled", STALLED, "no batch for " + Formats.duration(age) + " and Kafka did not answer at "
@@ -239,12 +241,12 @@ final class StatusCommand extends TidemarkCommand {
             return;
         }
         LakehouseFigures f = x.figures();
-        Optional<ProgressRow> last = f.last();
+        Optional<StreamProgress> last = f.last();
         if (last.isEmpty()) {
             say("stream      no stream has run yet (stream_progress is empty)");
         } else {
-            ProgressRow r = last.get();
-            Instant finished = r.finishedAt().toInstant();
+            StreamProgress r = last.get();
+            Instant finished = r.finishedAt();
             say("last batch  %d, finished %s (%s ago), took %s; query %s", r.batchId(), Formats.instant(finished),
                     Formats.duration(Duration.between(finished, x.at())), Formats.duration(r.durationMs()), r.queryId());
             say("watermark   %s in force, next %s; max event time seen %s", BatchLine.watermark(r.watermark()).trim(),
@@ -260,7 +262,7 @@ final class StatusCommand extends TidemarkCommand {
                 Formats.count(f.rawEvents()), Formats.count(f.rawLate()), Formats.count(f.lateEvents()),
                 Formats.count(f.deadLetters()), Formats.count(f.kpiRows()), Formats.count(f.kpiFinalRows()));
         List<LocalDate> closed = f.closedDays();
-        say("closed days %s", LakehouseFigures.list(closed));
+        say("closed days %s", Formats.days(closed));
         List<LocalDate> dirty = f.dirtyDays();
         if (dirty.isEmpty()) {
             say("dirty days  none%s", closed.isEmpty() ? "" : " (every closed day's raw count equals its KPI count)");
@@ -330,7 +332,7 @@ final class StatusCommand extends TidemarkCommand {
      * trails the leading one, flagged when more than the lateness. Empty when no partition has had a
      * valid record (or the batch predates partition clocks).
      */
-    static Optional<String> partitionsLine(Map<Integer, WatermarkLedger.PartitionClock> clocks, Duration lateness) {
+    static Optional<String> partitionsLine(Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks, Duration lateness) {
         PartitionSkew skew = PartitionSkew.of(clocks);
         if (skew == null) {
             return Optional.empty();
@@ -385,24 +387,24 @@ final class StatusCommand extends TidemarkCommand {
         checkpoint.put("batch_in_flight", x.committed().map(StreamCheckpoint.Committed::batchInFlight).orElse(false));
 
         LakehouseFigures f = x.figures();
-        Optional<ProgressRow> last = f == null ? Optional.empty() : f.last();
+        Optional<StreamProgress> last = f == null ? Optional.empty() : f.last();
         if (last.isEmpty()) {
             doc.putNull("last_batch");
             doc.putNull("throughput");
         } else {
-            ProgressRow r = last.get();
+            StreamProgress r = last.get();
             ObjectNode b = doc.putObject("last_batch");
             b.put("batch_id", r.batchId());
             b.put("query_id", r.queryId());
-            b.put("finished_at", r.finishedAt().toInstant().toString());
-            b.put("age_seconds", Duration.between(r.finishedAt().toInstant(), x.at()).toMillis() / 1000.0);
+            b.put("finished_at", r.finishedAt().toString());
+            b.put("age_seconds", Duration.between(r.finishedAt(), x.at()).toMillis() / 1000.0);
             b.put("duration_ms", r.durationMs());
             b.put("records_in", r.recordsIn());
             b.put("watermark", instantOrNull(r.watermark()));
             b.put("next_watermark", instantOrNull(r.nextWatermark()));
-            b.put("max_event_ts_seen", r.maxEventTsSeen() == null ? null : r.maxEventTsSeen().toInstant().toString());
+            b.put("max_event_ts_seen", r.maxEventTsSeen() == null ? null : r.maxEventTsSeen().toString());
             b.put("freshness_ms", r.freshnessMs());
-            Map<Integer, WatermarkLedger.PartitionClock> clocks = r.partitionClocks();
+            Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks = r.partitionClocks();
             PartitionSkew skew = PartitionSkew.of(clocks);
             com.fasterxml.jackson.databind.node.ArrayNode parts = b.putArray("partitions");
             clocks.forEach((p, c) -> parts.addObject().put("partition", p)
@@ -453,8 +455,8 @@ final class StatusCommand extends TidemarkCommand {
         return write(doc);
     }
 
-    private static String instantOrNull(java.sql.Timestamp t) {
-        return t == null || t.getTime() <= 0 ? null : t.toInstant().toString();
+    private static String instantOrNull(Instant t) {
+        return t == null || t.toEpochMilli() <= 0 ? null : t.toString();
     }
 
     private static String write(ObjectNode doc) {

@@ -9,6 +9,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryException;
 
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
@@ -59,8 +60,7 @@ final class StreamCommand extends TidemarkCommand {
         AtomicLong records = new AtomicLong();
         StreamingJob job = new StreamingJob(spark, config, new MicroBatchWriter.BatchListener() {
             @Override
-            public void batchCommitted(org.apache.spark.sql.Row row) {
-                ProgressRow progress = new ProgressRow(row);
+            public void batchCommitted(StreamProgress progress) {
                 batches.incrementAndGet();
                 records.addAndGet(progress.recordsIn());
                 say(BatchLine.of(progress));

@@ -13,6 +13,7 @@ import java.util.concurrent.Callable;
 
 import org.apache.spark.sql.SparkSession;
 
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.broker.BrokerException;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
@@ -48,11 +49,12 @@ import picocli.CommandLine.Spec;
         })
 public final class Tidemark implements Callable<Integer> {
 
-    public static final int OK = 0;
-    public static final int FAILED = 1;
-    public static final int BAD_INPUT = 2;
+    // The exit codes every command shares, from the one table of them (ExitCode).
+    public static final int OK = ExitCode.OK.code();
+    public static final int FAILED = ExitCode.FAILED.code();
+    public static final int BAD_INPUT = ExitCode.BAD_INPUT.code();
     /** Stopped by Ctrl-C or SIGTERM before it was done (128 + SIGINT, as shells report it). */
-    public static final int INTERRUPTED = 130;
+    public static final int INTERRUPTED = ExitCode.INTERRUPTED.code();
 
     @Mixin
     SettingsOptions settings = new SettingsOptions();

@@ -23,6 +23,7 @@ import io.tidemark.generate.GeneratedMessage;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.TrafficGenerator;
 import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.DayBalance;
@@ -31,6 +32,7 @@ import io.tidemark.lakehouse.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileResult;
+import io.tidemark.operations.LakehouseFigures;
 import picocli.CommandLine;
 
 /** The launcher's pure parts: SQL splitting, tables, the checkpoint reader, day bookkeeping, specs. */
@@ -72,28 +74,17 @@ class LauncherPartsTest {
     }
 
     @Test
-    void closedDaysAreTheStreamsDecisionAndDirtyOnesDisagree() {
-        java.util.NavigableMap<LocalDate, DayBalance> days = new TreeMap<>(Map.of(
-                LocalDate.parse("2026-05-01"), new DayBalance(LocalDate.parse("2026-05-01"), 100, 3, 97, 10),
-                LocalDate.parse("2026-05-02"), new DayBalance(LocalDate.parse("2026-05-02"), 50, 0, 50, 5),
-                LocalDate.parse("2026-05-03"), new DayBalance(LocalDate.parse("2026-05-03"), 10, 1, 9, 2)));
-        ProgressRow last = progress(Instant.parse("2026-05-03T00:00:00Z"));
-        LakehouseFigures f = new LakehouseFigures(List.of(last), decided("2026-05-03T00:00:00Z"), 160, 4, 4, 2, 30, 20, days, ExpiredDays.none());
-        assertThat(f.closedDays()).containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
-        assertThat(f.dirtyDays()).containsExactly(LocalDate.parse("2026-05-01"));
-        assertThat(f.closingWatermark()).contains(Instant.parse("2026-05-03T00:00:00Z"));
-        LakehouseFigures earlier = new LakehouseFigures(List.of(last), decided("2026-05-02T23:59:59.999Z"), 0, 0, 0, 0, 0, 0, days, ExpiredDays.none());
-        assertThat(earlier.closedDays()).containsExactly(LocalDate.parse("2026-05-01"));
-        LakehouseFigures none = new LakehouseFigures(List.of(), ClosedDays.none(), 0, 0, 0, 0, 0, 0, days, ExpiredDays.none());
-        assertThat(none.closedDays()).isEmpty();
-        assertThat(LakehouseFigures.list(List.of())).isEqualTo("none");
+    void dayListsAreShortEvenForManyDays() {
+        assertThat(Formats.days(List.of())).isEqualTo("none");
+        List<LocalDate> ten = new ArrayList<>();
+        for (int i = 1; i <= 10; i++) {
+            ten.add(LocalDate.of(2026, 5, i));
+        }
+        assertThat(Formats.days(ten.subList(0, 2))).isEqualTo("2026-05-01, 2026-05-02");
+        assertThat(Formats.days(ten)).isEqualTo("10 days, 2026-05-01 .. 2026-05-06, 2026-05-07, 2026-05-08, 2026-05-09, 2026-05-10");
     }
 
-    private static ClosedDays decided(String nextWatermark) {
-        return ClosedDays.decidedBy(Watermark.of(Instant.parse(nextWatermark)));
-    }
-
-    private static ProgressRow progress(Instant nextWatermark) {
+    private static StreamProgress progress(Instant nextWatermark) {
         Timestamp t = Timestamp.from(nextWatermark);
         Map<String, Object> v = new java.util.HashMap<>();
         for (String c : Lakehouse.schema(Lakehouse.Table.STREAM_PROGRESS).fieldNames()) {
@@ -103,7 +94,7 @@ class LauncherPartsTest {
                 "records_in", 10L, "on_time", 9L, "late", 1L, "invalid", 0L));
         v.putAll(Map.of("kpi_rows", 3L, "started_at", t, "finished_at", t, "duration_ms", 1500L, "classify_ms", 500L, "write_ms", 1000L,
                 "freshness_ms", 2000L));
-        return new ProgressRow(Lakehouse.row(Lakehouse.Table.STREAM_PROGRESS, v));
+        return StreamProgress.of(Lakehouse.row(Lakehouse.Table.STREAM_PROGRESS, v));
     }
 
     @Test
@@ -251,10 +242,10 @@ class LauncherPartsTest {
     @Test
     void statusShowsEachPartitionsEventClockAndItsLagBehindTheLeader() {
         long t = Instant.parse("2026-11-28T11:00:00Z").toEpochMilli();
-        Map<Integer, io.tidemark.late.WatermarkLedger.PartitionClock> clocks = new TreeMap<>(Map.of(
-                0, new io.tidemark.late.WatermarkLedger.PartitionClock(t, 0),
-                1, new io.tidemark.late.WatermarkLedger.PartitionClock(t - 50 * 60_000, 0),
-                2, new io.tidemark.late.WatermarkLedger.PartitionClock(t - 5 * 60_000, 0)));
+        Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks = new TreeMap<>(Map.of(
+                0, new io.tidemark.lakehouse.PartitionClock(t, 0),
+                1, new io.tidemark.lakehouse.PartitionClock(t - 50 * 60_000, 0),
+                2, new io.tidemark.lakehouse.PartitionClock(t - 5 * 60_000, 0)));
         assertThat(StatusCommand.partitionsLine(clocks, Duration.ofMinutes(10))).contains("partitions  newest event time per Kafka partition: "
                 + "0: 2026-11-28 11:00:00Z (leading); 1: 2026-11-28 10:10:00Z, 50 min behind (more than the lateness); "
                 + "2: 2026-11-28 10:55:00Z, 5 min behind");

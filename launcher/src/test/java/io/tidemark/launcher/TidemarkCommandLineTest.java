@@ -136,6 +136,16 @@ class TidemarkCommandLineTest {
     }
 
     @Test
+    void theExitCodesOfTheDocsAreTheOneTableOfThem() throws Exception {
+        String docs = Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("docs/commands.md"));
+        String start = "<!-- exit-codes: generated from ExitCode.java; a test keeps them equal -->\n";
+        String table = docs.substring(docs.indexOf(start) + start.length(), docs.indexOf("<!-- /exit-codes -->"));
+        assertThat(table).isEqualTo(io.tidemark.lakehouse.ExitCode.markdownTable());
+        assertThat(StatusCommand.STALLED).isEqualTo(3);
+        assertThat(Tidemark.INTERRUPTED).isEqualTo(130);
+    }
+
+    @Test
     void missingConfigFileExitsTwo(@TempDir Path dir) {
         assertBadInput(run("--config", dir.resolve("nope.properties").toString(), "status"), "tidemark status", "nope.properties");
     }

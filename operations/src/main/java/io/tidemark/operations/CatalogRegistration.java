@@ -12,6 +12,8 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import io.tidemark.lakehouse.ExitCode;
+import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
@@ -401,48 +403,28 @@ public final class CatalogRegistration {
             catalog.metastore=DIR (embedded Derby) or thrift://host:port, else Spark's Hive configuration.
               register    create database tidemark, the EXTERNAL Delta tables and the views (the default; safe to re-run)
               --replace   repoint tables registered at another location to this lakehouse
-              status      what the metastore holds under Tidemark's names; exit code 3 when not all is registered and current
+              status      what the metastore holds under Tidemark's names; exit code 6 when not all is registered and current
               drop        remove Tidemark's views and tables from the metastore (the Delta files stay)
-            Exit codes: 0 done, 1 failure, 2 bad input or refused (nothing changed), 3 status: incomplete.
+            Exit codes: 0 done, 1 failure, 2 bad input or refused (nothing changed), 6 status: incomplete.
             Settings (key=value):
             """;
 
-    /** {@code spark-submit} entry point; exit codes as {@link #USAGE} says. */
+    static final JobMain.Spec COMMAND_LINE = JobMain.Spec.of("catalog", USAGE).words("register", "status", "drop").flags("--replace");
+
+    /** {@code spark-submit} entry point ({@link JobMain}); exit codes as {@link #USAGE} says. */
     public static void main(String[] args) {
-        TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
-        String action = "register";
-        boolean replace = false;
-        TidemarkConfig config;
+        JobMain.Arguments a = JobMain.parseOrExit(COMMAND_LINE, args);
+        String action = a.word().orElse("register");
+        TidemarkConfig config = a.config();
         try {
-            for (String a : args) {
-                switch (a) {
-                    case "--help", "-h" -> {
-                        System.out.print(USAGE + TidemarkConfig.describeKeys());
-                        return;
-                    }
-                    case "register", "status", "drop" -> action = a;
-                    case "--replace" -> replace = true;
-                    default -> {
-                        int eq = a.indexOf('=');
-                        if (a.startsWith("-") || eq <= 0) {
-                            throw new IllegalArgumentException("argument '" + a + "' is neither register, status, drop, --replace, --help "
-                                    + "nor a key=value setting");
-                        }
-                        b.set(a.substring(0, eq), a.substring(eq + 1));
-                    }
-                }
-            }
-            if (replace && !action.equals("register")) {
+            if (a.has("--replace") && !action.equals("register")) {
                 throw new IllegalArgumentException("--replace goes with register only");
             }
-            config = b.build();
             config.metastore();
         } catch (IllegalArgumentException e) {
-            System.err.println("tidemark catalog: " + e.getMessage());
-            System.exit(2);
-            return;
+            throw JobMain.exit(COMMAND_LINE.command(), ExitCode.BAD_INPUT, e.getMessage());
         }
-        int status = 0;
+        ExitCode status = ExitCode.OK;
         String message = null;
         SparkSession spark = null;
         try {
@@ -451,22 +433,22 @@ public final class CatalogRegistration {
             List<String> lines = switch (action) {
                 case "status" -> registration.status(spark);
                 case "drop" -> registration.drop(spark);
-                default -> registration.register(spark, replace);
+                default -> registration.register(spark, a.has("--replace"));
             };
             lines.forEach(System.out::println);
             if (action.equals("status") && !complete(lines)) {
-                status = 3;
+                status = ExitCode.INCOMPLETE;
             }
         } catch (Refused | IllegalArgumentException e) {
-            status = 2;
+            status = ExitCode.BAD_INPUT;
             message = e.getMessage();
         } catch (Exception e) { // AnalysisException is checked, and thrown undeclared
             if (derbyInUse(e)) {
-                status = 2;
+                status = ExitCode.BAD_INPUT;
                 message = IN_USE;
             } else {
                 e.printStackTrace();
-                status = 1;
+                status = ExitCode.FAILED;
                 message = e.getMessage();
             }
         } finally {
@@ -474,11 +456,8 @@ public final class CatalogRegistration {
                 spark.stop();
             }
         }
-        if (status != 0) {
-            if (message != null) {
-                System.err.println("tidemark catalog: " + message);
-            }
-            System.exit(status);
+        if (status != ExitCode.OK) {
+            throw JobMain.exit(COMMAND_LINE.command(), status, message);
         }
     }
 }

@@ -21,6 +21,7 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
@@ -442,42 +443,21 @@ public final class HealthReport {
               key=value     a setting, e.g. lakehouse=/data/lakehouse; settings:
             """;
 
-    /** Entry point for spark-submit. Exit status 2 on bad input, 1 when the report could not be written. */
+    static final JobMain.Spec COMMAND_LINE = JobMain.Spec.of("report", USAGE).valued("--out", "--days");
+
+    /** Entry point for spark-submit ({@link JobMain}): exit 2 on bad input, 1 when the report could not be written. */
     public static void main(String[] args) {
-        TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
-        Path out = null;
-        int days = 14;
-        TidemarkConfig config;
+        JobMain.Arguments a = JobMain.parseOrExit(COMMAND_LINE, args);
+        Path target;
+        int n;
         try {
-            for (int i = 0; i < args.length; i++) {
-                String a = args[i];
-                switch (a) {
-                    case "--help", "-h" -> {
-                        System.out.print(USAGE + TidemarkConfig.describeKeys());
-                        return;
-                    }
-                    case "--out" -> out = Path.of(value(args, ++i, "--out"));
-                    case "--days" -> days = days(value(args, ++i, "--days"));
-                    default -> {
-                        int eq = a.indexOf('=');
-                        if (a.startsWith("-") || eq <= 0) {
-                            throw new IllegalArgumentException("argument '" + a + "' is neither an option (--out, --days, --help) nor a key=value setting");
-                        }
-                        b.set(a.substring(0, eq), a.substring(eq + 1));
-                    }
-                }
-            }
-            if (out == null) {
-                throw new IllegalArgumentException("--out FILE is required");
-            }
-            config = b.build();
+            target = Path.of(a.value("--out").orElseThrow(() -> new RequestRefusedException("--out FILE is required")));
+            n = a.value("--days").map(HealthReport::days).orElse(14);
         } catch (IllegalArgumentException e) {
-            JobMain.refuseArguments("report", e);
-            return;
+            throw JobMain.exit(COMMAND_LINE.command(), ExitCode.BAD_INPUT, e.getMessage());
         }
-        Path target = out;
-        int n = days;
-        JobMain.run("report", config, spark -> {
+        TidemarkConfig config = a.config();
+        JobMain.run(COMMAND_LINE.command(), config, spark -> {
             try {
                 Lakehouse lakehouse = Lakehouse.of(config);
                 Figures f = write(spark, lakehouse, n, target);
@@ -487,13 +467,6 @@ public final class HealthReport {
                 return "cannot write " + target + ": " + e.getMessage();
             }
         });
-    }
-
-    private static String value(String[] args, int i, String option) {
-        if (i >= args.length) {
-            throw new IllegalArgumentException(option + " needs a value");
-        }
-        return args[i];
     }
 
     /** Parses --days: a whole number from 1 to 3660. */

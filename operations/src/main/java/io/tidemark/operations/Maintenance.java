@@ -22,6 +22,7 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -479,48 +480,20 @@ public final class Maintenance {
               key=value     a setting, e.g. lakehouse=/data/lakehouse; settings:
             """;
 
-    /** Entry point for spark-submit. Exit status 2 on bad input, 1 when a table could not be maintained. */
+    static final JobMain.Spec COMMAND_LINE = JobMain.Spec.of("maintain", USAGE).flags("--dry-run", "--no-vacuum", "--force");
+
+    /** Entry point for spark-submit ({@link JobMain}): exit 2 on bad input, 1 when a table could not be maintained. */
     public static void main(String[] args) {
-        TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
-        boolean dryRun = false;
-        boolean vacuum = true;
-        boolean force = false;
-        TidemarkConfig config;
-        try {
-            for (String a : args) {
-                switch (a) {
-                    case "--help", "-h" -> {
-                        System.out.print(USAGE + TidemarkConfig.describeKeys());
-                        return;
-                    }
-                    case "--dry-run" -> dryRun = true;
-                    case "--no-vacuum" -> vacuum = false;
-                    case "--force" -> force = true;
-                    default -> {
-                        int eq = a.indexOf('=');
-                        if (a.startsWith("-") || eq <= 0) {
-                            throw new RequestRefusedException("argument '" + a + "' is neither an option (--dry-run, --no-vacuum, --force, "
-                                    + "--help) nor a key=value setting");
-                        }
-                        b.set(a.substring(0, eq), a.substring(eq + 1));
-                    }
-                }
-            }
-            config = b.build();
-        } catch (IllegalArgumentException e) {
-            JobMain.refuseArguments("maintain", e);
-            return;
-        }
-        Options options = new Options(dryRun, vacuum ? config.vacuumRetention() : null, force);
+        JobMain.Arguments a = JobMain.parseOrExit(COMMAND_LINE, args);
+        TidemarkConfig config = a.config();
+        Options options = new Options(a.has("--dry-run"), a.has("--no-vacuum") ? null : config.vacuumRetention(), a.has("--force"));
         try {
             refuseUnsafeVacuum(options); // before a Spark session is started for nothing
         } catch (RequestRefusedException e) {
-            JobMain.refuseArguments("maintain", e);
-            return;
+            throw JobMain.exit(COMMAND_LINE.command(), ExitCode.BAD_INPUT, e.getMessage());
         }
-        TidemarkConfig settings = config;
-        JobMain.run("maintain", settings, spark -> {
-            List<TableReport> reports = new Maintenance(spark, settings, System.out, CommitRetry.defaults()).run(options);
+        JobMain.run(COMMAND_LINE.command(), config, spark -> {
+            List<TableReport> reports = new Maintenance(spark, config, System.out, CommitRetry.defaults()).run(options);
             return reports.stream().anyMatch(r -> r.problem() != null)
                     ? "some tables could not be compacted; see the PROBLEM lines above and run maintain again" : null;
         });

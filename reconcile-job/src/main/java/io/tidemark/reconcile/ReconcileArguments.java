@@ -3,6 +3,7 @@ package io.tidemark.reconcile;
 import java.time.LocalDate;
 import java.util.Map;
 
+import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.RequestRefusedException;
 
@@ -26,72 +27,30 @@ public record ReconcileArguments(TidemarkConfig config, DaySelection selection, 
               key=value                           a setting, e.g. lakehouse=/data/lakehouse; settings:
             """;
 
+    static final JobMain.Spec COMMAND_LINE = JobMain.Spec.of("reconcile", USAGE).flags("--dirty", "--dry-run")
+            .valued("--from", "--to", "--recent", "--run-id");
+
     /** Parses {@code args} over the defaults, the config file and {@code env}. */
     public static ReconcileArguments parse(String[] args, Map<String, String> env) {
-        TidemarkConfig.Builder settings = TidemarkConfig.load(null, env);
-        LocalDate from = null;
-        LocalDate to = null;
-        Integer recent = null;
-        boolean dirty = false;
-        boolean dryRun = false;
-        String runId = null;
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            String name = a;
-            String value = null;
-            if (a.startsWith("--") && a.indexOf('=') > 0) {
-                name = a.substring(0, a.indexOf('='));
-                value = a.substring(a.indexOf('=') + 1);
-            }
-            switch (name) {
-                case "--help", "-h" -> {
-                    return new ReconcileArguments(settings.build(), null, false, null, true);
-                }
-                case "--dry-run" -> dryRun = true;
-                case "--dirty" -> dirty = true;
-                case "--from" -> {
-                    if (value == null) value = next(args, ++i, name);
-                    from = DaySelection.parseDay(name, value);
-                }
-                case "--to" -> {
-                    if (value == null) value = next(args, ++i, name);
-                    to = DaySelection.parseDay(name, value);
-                }
-                case "--run-id" -> {
-                    if (value == null) value = next(args, ++i, name);
-                    runId = DaySelection.checkRunId(value);
-                }
-                case "--recent" -> {
-                    if (value == null) value = next(args, ++i, name);
-                    try {
-                        recent = Integer.parseInt(value.trim());
-                    } catch (NumberFormatException e) {
-                        throw new RequestRefusedException("--recent '" + value + "' is not a whole number of days");
-                    }
-                }
-                default -> {
-                    int eq = a.indexOf('=');
-                    if (a.startsWith("-") || eq <= 0) {
-                        throw new RequestRefusedException("argument '" + a + "' is neither an option (--from, --to, --recent, --dirty, "
-                                + "--dry-run, --run-id, --help) nor a key=value setting");
-                    }
-                    settings.set(a.substring(0, eq), a.substring(eq + 1));
-                }
-            }
+        JobMain.Arguments a = JobMain.parse(COMMAND_LINE, args, env);
+        if (a.help()) {
+            return new ReconcileArguments(a.config(), null, false, null, true);
         }
-        TidemarkConfig config = settings.build();
-        DaySelection selection = DaySelection.of(from, to, recent, dirty, config.reconcileRecentDays());
-        return new ReconcileArguments(config, selection, dryRun, runId, false);
-    }
-
-    private static String next(String[] args, int i, String option) {
-        if (i >= args.length) {
-            throw new RequestRefusedException(option + " needs a value");
-        }
-        return args[i];
+        LocalDate from = a.value("--from").map(v -> DaySelection.parseDay("--from", v)).orElse(null);
+        LocalDate to = a.value("--to").map(v -> DaySelection.parseDay("--to", v)).orElse(null);
+        String runId = a.value("--run-id").map(DaySelection::checkRunId).orElse(null);
+        Integer recent = a.value("--recent").map(v -> {
+            try {
+                return Integer.parseInt(v.trim());
+            } catch (NumberFormatException e) {
+                throw new RequestRefusedException("--recent '" + v + "' is not a whole number of days");
+            }
+        }).orElse(null);
+        DaySelection selection = DaySelection.of(from, to, recent, a.has("--dirty"), a.config().reconcileRecentDays());
+        return new ReconcileArguments(a.config(), selection, a.has("--dry-run"), runId, false);
     }
 
     public static String usage() {
-        return USAGE + TidemarkConfig.describeKeys();
+        return JobMain.usage(COMMAND_LINE);
     }
 }

@@ -43,6 +43,7 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.CommitFailedException;
 import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.RequestRefusedException;
 
@@ -328,8 +329,7 @@ public final class ReconcileJob {
         try {
             a = ReconcileArguments.parse(args, System.getenv());
         } catch (IllegalArgumentException e) {
-            JobMain.refuseArguments("reconcile", e);
-            return;
+            throw JobMain.exit("reconcile", ExitCode.BAD_INPUT, CommitRetry.oneLine(e));
         }
         if (a.help()) {
             System.out.print(ReconcileArguments.usage());

@@ -1,11 +1,9 @@
 package io.tidemark.stream;
 
 import static org.apache.spark.sql.functions.col;
-import static org.apache.spark.sql.functions.expr;
 
-import java.sql.Timestamp;
+import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -16,7 +14,6 @@ import java.util.concurrent.Future;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 import org.slf4j.Logger;
@@ -26,6 +23,7 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.QueryDefinition;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.late.LateRecordRouter;
@@ -65,7 +63,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
 
     /** Told about every committed batch (the launcher's live status line). */
     public interface BatchListener {
-        void batchCommitted(Row progress);
+        void batchCommitted(StreamProgress progress);
 
         /** Told about the Kafka offset gaps a batch recorded in stream_gaps (only with stream.fail-on-data-loss=false). */
         default void gapsRecorded(long batchId, List<String> gaps) {
@@ -193,8 +191,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             long kpiRows = kpi == null ? 0 : kpi.get();
             long writtenMs = System.currentTimeMillis();
             CrashPoint.BEFORE_PROGRESS.reached(batchId);
-            Row progress = progressRow(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
-            append(spark.createDataFrame(List.of(progress), progress.schema()), Table.STREAM_PROGRESS, batchId);
+            StreamProgress progress = progress(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
+            Row row = progress.toRow();
+            append(spark.createDataFrame(List.of(row), row.schema()), Table.STREAM_PROGRESS, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
             trace(batchId, "batch-total", startedNanos);
             if (metrics != null) {
@@ -252,11 +251,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * checkpoint, and the replay check below must not mistake another query's batch for this one's.
      */
     private void requireSameQuery(SparkSession spark, String queryId) {
-        List<Row> last = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS))
-                .orderBy(col("batch_id").desc()).select("query_id").limit(1).collectAsList();
-        if (!last.isEmpty() && !last.get(0).getString(0).equals(queryId)) {
+        java.util.Optional<String> last = StreamProgress.last(spark, lakehouse).map(StreamProgress::queryId);
+        if (last.isPresent() && !last.get().equals(queryId)) {
             throw new IllegalStateException("the lakehouse " + lakehouse.root() + " holds the output of another streaming query ("
-                    + last.get(0).getString(0) + ") than the checkpoint's (" + queryId + "). Point the stream at its own checkpoint, "
+                    + last.get() + ") than the checkpoint's (" + queryId + "). Point the stream at its own checkpoint, "
                     + "or at a new lakehouse for a new checkpoint.");
         }
     }
@@ -286,27 +284,18 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         if (batchId == 0) {
             return WatermarkLedger.fresh(policy, latenessMs, idleMs);
         }
-        List<Row> rows = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS))
-                .filter(col("batch_id").equalTo(batchId - 1))
-                .select(expr("unix_millis(watermark)"), expr("unix_millis(next_watermark)"),
-                        expr("unix_millis(max_event_ts)"), expr("unix_millis(max_event_ts_seen)"),
-                        expr("coalesce(unix_millis(batch_ts), 0L)"),
-                        expr("transform(coalesce(partition_clocks, array()), c -> named_struct('p', c.kafka_partition, "
-                                + "'max', unix_millis(c.max_event_ts), 'last', unix_millis(c.last_record_batch_ts)))"))
-                .collectAsList();
-        if (rows.isEmpty()) {
-            throw new IllegalStateException("stream_progress has no row for batch " + (batchId - 1) + " but the checkpoint resumes at batch "
-                    + batchId + ": the checkpoint and the lakehouse " + lakehouse.root() + " do not belong together. "
-                    + "Point both at the same run, or start over with an empty checkpoint directory and lakehouse.");
-        }
-        Row r = rows.get(0);
+        StreamProgress p = StreamProgress.ofBatch(spark, lakehouse, batchId - 1).orElseThrow(() -> new IllegalStateException(
+                "stream_progress has no row for batch " + (batchId - 1) + " but the checkpoint resumes at batch "
+                + batchId + ": the checkpoint and the lakehouse " + lakehouse.root() + " do not belong together. "
+                + "Point both at the same run, or start over with an empty checkpoint directory and lakehouse."));
         // A row written before partition clocks were recorded has none: the policy is spark there (QueryDefinition), which needs none.
-        Map<Integer, WatermarkLedger.PartitionClock> clocks = new java.util.TreeMap<>();
-        for (Row c : r.<Row>getList(5)) {
-            clocks.put(c.getInt(0), new WatermarkLedger.PartitionClock(c.getLong(1), c.getLong(2)));
-        }
-        return WatermarkLedger.resumeAfter(new WatermarkLedger.Entry(batchId - 1, r.getLong(0), r.getLong(1),
-                r.isNullAt(2) ? null : r.getLong(2), r.isNullAt(3) ? null : r.getLong(3), r.getLong(4), clocks), policy, latenessMs, idleMs);
+        return WatermarkLedger.resumeAfter(new WatermarkLedger.Entry(p.batchId(), p.watermark().toEpochMilli(), p.nextWatermark().toEpochMilli(),
+                millis(p.maxEventTs()), millis(p.maxEventTsSeen()), p.batchTs() == null ? 0L : p.batchTs().toEpochMilli(), p.partitionClocks()),
+                policy, latenessMs, idleMs);
+    }
+
+    private static Long millis(java.time.Instant i) {
+        return i == null ? null : i.toEpochMilli();
     }
 
     /** The partition whose clock trailed the leader by more than the lateness at the last warning; -1 when none did. */
@@ -393,38 +382,26 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         }
     }
 
+
     /**
      * The batch's stream_progress row, with the stream's decision on closed days
      * ({@link ClosedDays#COLUMN}) made from the watermark in force for the next batch.
      */
-    private static Row progressRow(String queryId, WatermarkLedger.Entry e, long in, long onTime, long late, long invalid, long kpiRows,
-                                   long startedMs, long classifiedMs, long writtenMs) {
+    private static StreamProgress progress(String queryId, WatermarkLedger.Entry e, long in, long onTime, long late, long invalid, long kpiRows,
+                                           long startedMs, long classifiedMs, long writtenMs) {
         long finished = System.currentTimeMillis();
-        Map<String, Object> v = new HashMap<>();
-        v.put("batch_id", e.batchId());
-        v.put("query_id", queryId);
-        v.put("watermark", new Timestamp(e.watermarkMs()));
-        v.put("next_watermark", new Timestamp(e.nextWatermarkMs()));
-        v.put("max_event_ts", e.maxEventMs() == null ? null : new Timestamp(e.maxEventMs()));
-        v.put("max_event_ts_seen", e.maxEventSeenMs() == null ? null : new Timestamp(e.maxEventSeenMs()));
-        v.put("records_in", in);
-        v.put("on_time", onTime);
-        v.put("late", late);
-        v.put("invalid", invalid);
-        v.put("kpi_rows", kpiRows);
-        v.put("started_at", new Timestamp(startedMs));
-        v.put("finished_at", new Timestamp(finished));
-        v.put("duration_ms", finished - startedMs);
-        v.put("classify_ms", classifiedMs - startedMs);
-        v.put("write_ms", writtenMs - classifiedMs);
-        v.put("freshness_ms", e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs());
-        v.put(ClosedDays.COLUMN, ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs())).lastClosed().map(java.sql.Date::valueOf).orElse(null));
-        v.put("batch_ts", new Timestamp(e.batchTimeMs()));
-        List<Row> clocks = new ArrayList<>();
-        e.partitions().forEach((p, c) -> clocks.add(RowFactory.create(p, new Timestamp(c.maxEventMs()), new Timestamp(c.lastRecordBatchTimeMs()))));
-        v.put("partition_clocks", scala.jdk.javaapi.CollectionConverters.asScala(clocks).toSeq());
-        return Lakehouse.row(Table.STREAM_PROGRESS, v);
+        return new StreamProgress(e.batchId(), queryId, Instant.ofEpochMilli(e.watermarkMs()), Instant.ofEpochMilli(e.nextWatermarkMs()),
+                instant(e.maxEventMs()), instant(e.maxEventSeenMs()), in, onTime, late, invalid, kpiRows, Instant.ofEpochMilli(startedMs),
+                Instant.ofEpochMilli(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
+                e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs(),
+                ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs())).lastClosed().orElse(null), Instant.ofEpochMilli(e.batchTimeMs()),
+                new java.util.TreeMap<>(e.partitions()));
     }
+
+    private static Instant instant(Long ms) {
+        return ms == null ? null : Instant.ofEpochMilli(ms);
+    }
+
 
     /** The leases this writer's batches must hold ({@link StreamingJob} takes them). */
     void holding(List<StreamLease> held) {

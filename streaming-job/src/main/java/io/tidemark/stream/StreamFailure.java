@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.SparkThrowable;
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
 import io.tidemark.lakehouse.StorageCheck;
@@ -35,22 +36,27 @@ public final class StreamFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     /** Exit status: 2 = the settings are wrong for this checkpoint/lakehouse, 1 = the run failed. */
-    private final int exitCode;
+    private final ExitCode exitCode;
     /** Where Spark's trace of the failure was saved, or null. */
     private final String traceFile;
 
-    private StreamFailure(String message, int exitCode, Throwable cause) {
+    private StreamFailure(String message, ExitCode exitCode, Throwable cause) {
         this(message, exitCode, cause, null);
     }
 
-    private StreamFailure(String message, int exitCode, Throwable cause, String traceFile) {
+    private StreamFailure(String message, ExitCode exitCode, Throwable cause, String traceFile) {
         super(message, cause);
         this.exitCode = exitCode;
         this.traceFile = traceFile;
     }
 
-    public int exitCode() {
+    public ExitCode exit() {
         return exitCode;
+    }
+
+    /** {@link #exit()}'s number. */
+    public int exitCode() {
+        return exitCode.code();
     }
 
     /** The same failure, its line naming the file that holds Spark's trace. */
@@ -63,7 +69,7 @@ public final class StreamFailure extends RuntimeException {
      * "failed: ", settings to fix (exit 2) do not; then the cause and the way to recover.
      */
     public String line() {
-        return (exitCode == 1 ? "failed: " : "") + getMessage() + (traceFile == null ? "" : " (Spark's trace: " + traceFile + ")");
+        return (exitCode == ExitCode.FAILED ? "failed: " : "") + getMessage() + (traceFile == null ? "" : " (Spark's trace: " + traceFile + ")");
     }
 
     /** Every family in turn; empty when none applies. */
@@ -79,7 +85,7 @@ public final class StreamFailure extends RuntimeException {
     public static Optional<StreamFailure> metricsEndpoint(Throwable t) {
         for (Throwable c = t; c != null; c = next(c)) {
             if (c instanceof StreamMetrics.EndpointUnavailableException e) {
-                return Optional.of(new StreamFailure(e.getMessage(), 2, t));
+                return Optional.of(new StreamFailure(e.getMessage(), ExitCode.BAD_INPUT, t));
             }
         }
         return Optional.empty();
@@ -89,7 +95,7 @@ public final class StreamFailure extends RuntimeException {
     public static Optional<StreamFailure> heldElsewhere(Throwable t) {
         for (Throwable c = t; c != null; c = next(c)) {
             if (c instanceof StreamLease.HeldElsewhereException e) {
-                return Optional.of(new StreamFailure(e.getMessage(), 2, t));
+                return Optional.of(new StreamFailure(e.getMessage(), ExitCode.BAD_INPUT, t));
             }
         }
         return Optional.empty();
@@ -99,7 +105,7 @@ public final class StreamFailure extends RuntimeException {
     public static Optional<StreamFailure> incompatibleDefinition(Throwable t) {
         for (Throwable c = t; c != null; c = next(c)) {
             if (c instanceof IncompatibleQueryException e) {
-                return Optional.of(new StreamFailure(e.getMessage(), 2, t));
+                return Optional.of(new StreamFailure(e.getMessage(), ExitCode.BAD_INPUT, t));
             }
         }
         return Optional.empty();
@@ -113,7 +119,7 @@ public final class StreamFailure extends RuntimeException {
     public static Optional<StreamFailure> storage(Throwable t, TidemarkConfig config) {
         for (Throwable c = t; c != null; c = next(c)) {
             if (c instanceof StorageUnavailableException e) {
-                return Optional.of(new StreamFailure(e.getMessage(), 1, t));
+                return Optional.of(new StreamFailure(e.getMessage(), ExitCode.FAILED, t));
             }
         }
         StorageCheck.Cause cause = null;
@@ -168,7 +174,7 @@ public final class StreamFailure extends RuntimeException {
         }
         String message = cause.what + " writing " + where + "; " + cause.hint + ", then start the stream again: nothing is lost, "
                 + "the checkpoint did not advance past the failed batch and the restart replays it exactly once";
-        return Optional.of(new StreamFailure(message, 1, t));
+        return Optional.of(new StreamFailure(message, ExitCode.FAILED, t));
     }
 
     private static String chainText(Throwable t) {
@@ -252,7 +258,7 @@ public final class StreamFailure extends RuntimeException {
      * it tells how many records are gone.
      */
     public static Optional<StreamFailure> kafkaDataLoss(Throwable failure, TidemarkConfig config) {
-        return describe(failure, config).map(line -> new StreamFailure(line, 1, failure));
+        return describe(failure, config).map(line -> new StreamFailure(line, ExitCode.FAILED, failure));
     }
 
     /** The data-loss line, with the offsets Kafka holds now when records were removed. */

@@ -1,7 +1,6 @@
 package io.tidemark.stream;
 
 import java.io.IOException;
-import java.sql.Timestamp;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -21,6 +20,8 @@ import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.PartitionClock;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
@@ -235,7 +236,7 @@ public final class StreamMetrics implements AutoCloseable {
                     .collectAsList();
             Row r = last.get(0);
             if (!r.isNullAt(0)) {
-                reconcile = new double[] {seconds(r.getTimestamp(0)), r.getLong(1), r.getDouble(2), r.getDouble(3), r.getLong(4), r.getLong(5)};
+                reconcile = new double[] {seconds(r.getTimestamp(0).toInstant()), r.getLong(1), r.getDouble(2), r.getDouble(3), r.getLong(4), r.getLong(5)};
             }
             reconcileVersion = version;
         } catch (Exception | LinkageError e) {
@@ -244,33 +245,28 @@ public final class StreamMetrics implements AutoCloseable {
     }
 
     /** A micro-batch committed to every table; {@code progress} is its stream_progress row. */
-    void batchCommitted(Row progress, Map<String, Long> invalidByReason, Set<Table> alreadyCommitted) {
+    void batchCommitted(StreamProgress progress, Map<String, Long> invalidByReason, Set<Table> alreadyCommitted) {
         batches.inc();
         if (!alreadyCommitted.isEmpty()) {
             replayedBatches.inc();
         }
-        records.labelValues("on_time").inc(progress.<Long>getAs("on_time"));
-        records.labelValues("late").inc(progress.<Long>getAs("late"));
-        records.labelValues("invalid").inc(progress.<Long>getAs("invalid"));
+        records.labelValues("on_time").inc(progress.onTime());
+        records.labelValues("late").inc(progress.late());
+        records.labelValues("invalid").inc(progress.invalid());
         invalidByReason.forEach((reason, n) -> invalidRecords.labelValues(reason).inc(n));
-        kpiRows.inc(progress.<Long>getAs("kpi_rows"));
-        lastBatchIdValue = progress.<Long>getAs("batch_id");
-        lastBatchEndSeconds = seconds(progress.getAs("finished_at"));
-        double w = seconds(progress.getAs("next_watermark"));
+        kpiRows.inc(progress.kpiRows());
+        lastBatchIdValue = progress.batchId();
+        lastBatchEndSeconds = seconds(progress.finishedAt());
+        double w = seconds(progress.nextWatermark());
         watermark.set(w);
         watermarkSeconds = w > 0 ? w : Double.NaN; // 0: no event seen yet, no lag to speak of
-        Timestamp seen = progress.getAs("max_event_ts_seen");
-        if (seen != null) {
-            maxEventSeconds = seconds(seen);
+        if (progress.maxEventTsSeen() != null) {
+            maxEventSeconds = seconds(progress.maxEventTsSeen());
         }
-        Long fresh = progress.getAs("freshness_ms");
-        if (fresh != null) {
-            freshnessSeconds = fresh / 1000.0;
+        if (progress.freshnessMs() != null) {
+            freshnessSeconds = progress.freshnessMs() / 1000.0;
         }
-        Map<Integer, io.tidemark.late.WatermarkLedger.PartitionClock> clocks = new java.util.TreeMap<>();
-        for (Row c : progress.<Row>getList(progress.fieldIndex("partition_clocks"))) {
-            clocks.put(c.getInt(0), new io.tidemark.late.WatermarkLedger.PartitionClock(c.getTimestamp(1).getTime(), c.getTimestamp(2).getTime()));
-        }
+        Map<Integer, PartitionClock> clocks = progress.partitionClocks();
         io.tidemark.late.PartitionSkew skew = io.tidemark.late.PartitionSkew.of(clocks);
         if (skew != null) {
             clocks.forEach((partition, c) -> {
@@ -278,13 +274,13 @@ public final class StreamMetrics implements AutoCloseable {
                 partitionBehind.labelValues(String.valueOf(partition)).set(skew.behindByPartition().get(partition) / 1000.0);
             });
         }
-        batchDuration.observe(progress.<Long>getAs("duration_ms") / 1000.0);
-        stageSeconds.labelValues("classify").set(progress.<Long>getAs("classify_ms") / 1000.0);
-        stageSeconds.labelValues("write").set(progress.<Long>getAs("write_ms") / 1000.0);
+        batchDuration.observe(progress.durationMs() / 1000.0);
+        stageSeconds.labelValues("classify").set(progress.classifyMs() / 1000.0);
+        stageSeconds.labelValues("write").set(progress.writeMs() / 1000.0);
     }
 
-    private static double seconds(Timestamp t) {
-        return t.getTime() / 1000.0;
+    private static double seconds(java.time.Instant t) {
+        return t.toEpochMilli() / 1000.0;
     }
 
     private void progressed(StreamingQueryProgress p) {

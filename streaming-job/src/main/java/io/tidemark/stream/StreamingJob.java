@@ -12,6 +12,7 @@ import org.apache.spark.sql.streaming.StreamingQuery;
 import org.slf4j.LoggerFactory;
 import org.apache.spark.sql.streaming.Trigger;
 
+import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
@@ -160,32 +161,21 @@ public final class StreamingJob {
         leases.clear();
     }
 
-    /** Entry point for spark-submit: arguments are {@code key=value} settings. */
+    static final JobMain.Spec COMMAND_LINE = JobMain.Spec.of("stream", """
+            Usage: spark-submit --class io.tidemark.stream.StreamingJob tidemark-spark-jobs.jar [--available-now] [key=value ...]
+            The speed layer: read the topic, write raw_events, late_events, dead_letter, kpi_5m and stream_progress each
+            micro-batch, until stopped.
+              --available-now   read what the topic holds now, then stop
+              key=value         a setting, e.g. lakehouse=/data/lakehouse; settings:
+            """).flags("--available-now");
+
+    /** Entry point for spark-submit ({@link JobMain}): exit 2 on bad input or settings that do not fit the checkpoint, 1 on a failure. */
     public static void main(String[] args) throws Exception {
-        boolean availableNow = false;
-        TidemarkConfig config;
+        // Bad settings (arguments, Spark's conf, environment, file): one line, exit 2, nothing started.
+        JobMain.Arguments a = JobMain.parseOrExit(COMMAND_LINE, args);
+        TidemarkConfig config = a.config();
         try {
-            TidemarkConfig.Builder b = TidemarkConfig.load(null, System.getenv());
-            for (String a : args) {
-                if (a.equals("--available-now")) {
-                    availableNow = true;
-                    continue;
-                }
-                int eq = a.indexOf('=');
-                if (eq <= 0) {
-                    throw new IllegalArgumentException("argument '" + a + "' is not key=value or --available-now");
-                }
-                b.set(a.substring(0, eq), a.substring(eq + 1));
-            }
-            config = b.build();
-        } catch (IllegalArgumentException e) {
-            // Bad settings (arguments, Spark's conf, environment, file): one line, exit 2, nothing started.
-            System.err.println("tidemark stream: " + e.getMessage());
-            System.exit(2);
-            return;
-        }
-        try {
-            run(config, availableNow);
+            run(config, a.has("--available-now"));
         } catch (Throwable t) {
             Optional<StreamFailure> clear = StreamFailure.explain(t, config);
             if (clear.isEmpty()) {
@@ -196,9 +186,7 @@ public final class StreamingJob {
                 t.printStackTrace();
             }
             // Last, after Spark's own output: the line an operator (or a scheduler's log tail) sees.
-            System.err.println("tidemark stream: " + clear.get().line());
-            System.err.flush();
-            System.exit(clear.get().exitCode());
+            throw JobMain.exit(COMMAND_LINE.command(), clear.get().exit(), clear.get().line());
         }
     }
 

@@ -24,6 +24,7 @@ import org.apache.spark.sql.RowFactory;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
 
@@ -138,7 +139,7 @@ class StreamMetricsTest {
     }
 
     /** A stream_progress row: the writer's record of a committed batch (freshness 2.5 s, classify a third of the batch). */
-    private static Row progress(long batchId, long onTime, long kpiRows, long late, long invalid, String nextWatermark, String maxSeen,
+    private static StreamProgress progress(long batchId, long onTime, long kpiRows, long late, long invalid, String nextWatermark, String maxSeen,
                                 long durationMs) {
         Instant end = Instant.parse("2026-11-28T11:00:00Z");
         Map<String, Object> v = new HashMap<>();
@@ -166,6 +167,6 @@ class StreamMetricsTest {
                 RowFactory.create(0, Timestamp.from(Instant.parse(maxSeen)), Timestamp.from(end)),
                 RowFactory.create(1, Timestamp.from(Instant.parse(maxSeen).minusSeconds(720)), Timestamp.from(end)));
         v.put("partition_clocks", scala.jdk.javaapi.CollectionConverters.asScala(clocks).toSeq());
-        return Lakehouse.row(Table.STREAM_PROGRESS, v);
+        return StreamProgress.of(Lakehouse.row(Table.STREAM_PROGRESS, v));
     }
 }

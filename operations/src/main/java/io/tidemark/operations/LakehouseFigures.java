@@ -1,6 +1,5 @@
-package io.tidemark.launcher;
+package io.tidemark.operations;
 
-import static org.apache.spark.sql.functions.col;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +12,7 @@ import java.util.Optional;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
@@ -28,11 +28,11 @@ import io.tidemark.lakehouse.Lakehouse.Table;
  * @param days    raw and KPI record counts per event day
  * @param expired the days data retention deleted
  */
-record LakehouseFigures(List<ProgressRow> recent, ClosedDays closed, long rawEvents, long rawLate, long lateEvents, long deadLetters,
+public record LakehouseFigures(List<StreamProgress> recent, ClosedDays closed, long rawEvents, long rawLate, long lateEvents, long deadLetters,
                         long kpiRows, long kpiFinalRows, NavigableMap<LocalDate, DayBalance> days, ExpiredDays expired) {
 
     /** Whether the stream has written anything here (checked without Spark when the lakehouse is local). */
-    static boolean progressTableExists(Lakehouse lakehouse) {
+    public static boolean progressTableExists(Lakehouse lakehouse) {
         String path = lakehouse.path(Table.STREAM_PROGRESS);
         if (path.contains("://") && !path.startsWith("file:")) {
             return true; // let Spark find out
@@ -41,11 +41,8 @@ record LakehouseFigures(List<ProgressRow> recent, ClosedDays closed, long rawEve
         return Files.isDirectory(p.resolve("_delta_log"));
     }
 
-    static LakehouseFigures read(SparkSession spark, Lakehouse lakehouse, int lastBatches) {
-        List<ProgressRow> recent = spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS))
-                .orderBy(col("finished_at").desc(), col("batch_id").desc())
-                .limit(lastBatches)
-                .collectAsList().stream().map(ProgressRow::new).toList();
+    public static LakehouseFigures read(SparkSession spark, Lakehouse lakehouse, int lastBatches) {
+        List<StreamProgress> recent = StreamProgress.newest(spark, lakehouse, lastBatches);
         long late = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.LATE_EVENTS)).first().getLong(0);
         long dead = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER)).first().getLong(0);
         Row kpi = spark.sql("SELECT count(*), count_if(is_final) FROM " + lakehouse.ref(Table.KPI_5M)).first();
@@ -56,34 +53,22 @@ record LakehouseFigures(List<ProgressRow> recent, ClosedDays closed, long rawEve
                 ExpiredDays.load(spark, lakehouse));
     }
 
-    Optional<ProgressRow> last() {
+    public Optional<StreamProgress> last() {
         return recent.isEmpty() ? Optional.empty() : Optional.of(recent.get(0));
     }
 
     /** The watermark the stream decided its closed days with; empty before it recorded one. */
-    Optional<Instant> closingWatermark() {
+    public Optional<Instant> closingWatermark() {
         return closed.watermark().instant();
     }
 
     /** The days holding data that the stream has closed. */
-    List<LocalDate> closedDays() {
+    public List<LocalDate> closedDays() {
         return closed.among(days.keySet());
     }
 
     /** Closed days whose raw record count differs from the records their KPIs count. */
-    List<LocalDate> dirtyDays() {
+    public List<LocalDate> dirtyDays() {
         return DayBalance.dirtyDays(days, closed, expired);
-    }
-
-    /** "2026-05-01, 2026-05-02" or, for many, the first, a count and the last few. */
-    static String list(List<LocalDate> days) {
-        if (days.isEmpty()) {
-            return "none";
-        }
-        if (days.size() <= 8) {
-            return String.join(", ", days.stream().map(LocalDate::toString).toList());
-        }
-        return days.size() + " days, " + days.get(0) + " .. " + String.join(", ",
-                days.subList(days.size() - 5, days.size()).stream().map(LocalDate::toString).toList());
     }
 }
