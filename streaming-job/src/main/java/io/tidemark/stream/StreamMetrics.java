@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.SourceProgress;
 import org.apache.spark.sql.streaming.StreamingQueryListener;
@@ -19,6 +18,7 @@ import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.tidemark.lakehouse.FigureSource;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.PartitionClock;
 import io.tidemark.lakehouse.StreamProgress;
@@ -32,10 +32,9 @@ import io.tidemark.lakehouse.TidemarkConfig;
  * stages), and a {@link StreamingQueryListener} reports what only Spark knows (input and processed
  * rates, its stages of the trigger, the Kafka offsets behind the latest per partition). Counters
  * start at zero with the process, as Prometheus expects of a restart; the tables stay the record
- * of what the stream did. A third feed gives the last reconcile's drift: reconcile runs as a batch
- * job and pushes nothing, so the stream, the one process that lives, reads reconcile_report again
- * whenever the table has a new version (its log is listed every {@link #RECONCILE_CHECK}). Every
- * name is documented in docs/observability.md.
+ * of what the stream did. Other modules add figures the stream does not make through
+ * {@link FigureSource} (the operations module: the last reconcile's drift), read in the background
+ * for as long as the endpoint follows the query. Every name is documented in docs/observability.md.
  */
 public final class StreamMetrics implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StreamMetrics.class);
@@ -48,9 +47,6 @@ public final class StreamMetrics implements AutoCloseable {
             super(message, cause);
         }
     }
-
-    /** How often the stream looks for a new reconcile_report version (a directory listing; the table is read only when it changed). */
-    static final java.time.Duration RECONCILE_CHECK = java.time.Duration.ofSeconds(15);
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final Gauge up;
@@ -67,16 +63,14 @@ public final class StreamMetrics implements AutoCloseable {
     private final Gauge kafkaLag;
     private final Gauge partitionEventTime;
     private final Gauge partitionBehind;
-    /** Figures known only once a batch or a reconcile reported them; NaN = not yet, and the sample is left out. */
+    /** Figures known only once a batch reported them; NaN = not yet, and the sample is left out. */
     private volatile double maxEventSeconds = Double.NaN;
     private volatile double lastBatchIdValue = Double.NaN;
     private volatile double lastBatchEndSeconds = Double.NaN;
     private volatile double freshnessSeconds = Double.NaN;
-    /** The last reconcile run: started (Unix time), days, gb drift, subscriber drift, windows changed, late records; null = none read. */
-    private volatile double[] reconcile;
     private final String topic;
-    private java.util.concurrent.ScheduledExecutorService reconcileWatch;
-    private long reconcileVersion = -1;
+    /** The figures other modules contribute ({@link FigureSource#load()}). */
+    private final java.util.List<FigureSource> sources = FigureSource.load();
     /** The watermark in force for the next batch, epoch seconds; NaN until a batch has set one. */
     private volatile double watermarkSeconds = Double.NaN;
     private volatile UUID queryId;
@@ -136,18 +130,10 @@ public final class StreamMetrics implements AutoCloseable {
                 .help("Per Kafka partition: how far its newest valid event time trails the leading partition's. More than the lateness "
                         + "means its records are late for lagging under watermark.policy=spark, or hold windows open under min-partition.")
                 .labelNames("partition").register(registry);
-        String[][] reconcileGauges = {
-                {"tidemark_reconcile_last_run_timestamp_seconds", "When the last reconcile run recorded in reconcile_report started (Unix time)."},
-                {"tidemark_reconcile_last_run_days", "Days the last reconcile run replaced."},
-                {"tidemark_reconcile_gb_drift_ratio",
-                        "Largest |batch - stream| / batch total volume over the days of the last reconcile run: how far the fast answer was off."},
-                {"tidemark_reconcile_subscribers_drift_ratio", "Largest |batch - stream| / batch distinct subscribers over the days of the last reconcile run."},
-                {"tidemark_reconcile_windows_changed", "(window, cell) rows the last reconcile run changed, over its days."},
-                {"tidemark_reconcile_late_records", "Late records the last reconcile run folded in, over its days."}};
-        for (int i = 0; i < reconcileGauges.length; i++) {
-            int k = i;
-            known(reconcileGauges[i][0], reconcileGauges[i][1] + " Absent until a reconcile has written reconcile_report.",
-                    () -> reconcile == null ? Double.NaN : reconcile[k]);
+        for (FigureSource source : sources) {
+            for (FigureSource.Figure f : source.figures()) {
+                known(f.name(), f.help(), f.value());
+            }
         }
     }
 
@@ -195,53 +181,7 @@ public final class StreamMetrics implements AutoCloseable {
         listening = spark;
         spark.streams().addListener(listener);
         up.set(1);
-        reconcileWatch = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "tidemark-metrics-reconcile");
-            t.setDaemon(true);
-            return t;
-        });
-        reconcileWatch.scheduleWithFixedDelay(() -> readReconcileReport(spark, lakehouse), 0, RECONCILE_CHECK.toMillis(),
-                java.util.concurrent.TimeUnit.MILLISECONDS);
-    }
-
-    /** The last reconcile run's summary rows, when reconcile_report has a version this process has not read. */
-    private void readReconcileReport(SparkSession spark, io.tidemark.lakehouse.Lakehouse lakehouse) {
-        try {
-            org.apache.hadoop.fs.Path log = new org.apache.hadoop.fs.Path(lakehouse.path(Table.RECONCILE_REPORT), "_delta_log");
-            org.apache.hadoop.fs.FileSystem fs = log.getFileSystem(spark.sparkContext().hadoopConfiguration());
-            if (!fs.exists(log)) {
-                return;
-            }
-            long version = -1;
-            for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(log)) {
-                String name = f.getPath().getName();
-                if (name.matches("\\d{20}\\.json")) {
-                    version = Math.max(version, Long.parseLong(name.substring(0, 20)));
-                }
-            }
-            if (version < 0 || version == reconcileVersion) {
-                return;
-            }
-            SparkSession.setActiveSession(spark);
-            org.apache.spark.sql.Dataset<Row> summaries = spark.read().format("delta").load(lakehouse.path(Table.RECONCILE_REPORT))
-                    .where("row_kind = 'summary'");
-            Row lastRun = summaries.selectExpr("max_by(run_id, run_started_at)").first();
-            if (lastRun.isNullAt(0)) {
-                reconcileVersion = version;
-                return;
-            }
-            java.util.List<Row> last = summaries.where(org.apache.spark.sql.functions.col("run_id").equalTo(lastRun.getString(0)))
-                    .selectExpr("max(run_started_at)", "count(*)", "coalesce(max(abs(gb_drift_rel)), 0)",
-                            "coalesce(max(abs(subscribers_drift_rel)), 0)", "coalesce(sum(windows_changed), 0)", "coalesce(sum(late_records), 0)")
-                    .collectAsList();
-            Row r = last.get(0);
-            if (!r.isNullAt(0)) {
-                reconcile = new double[] {seconds(r.getTimestamp(0).toInstant()), r.getLong(1), r.getDouble(2), r.getDouble(3), r.getLong(4), r.getLong(5)};
-            }
-            reconcileVersion = version;
-        } catch (Exception | LinkageError e) {
-            LOG.warn("metrics: cannot read reconcile_report: {}", e.toString());
-        }
+        sources.forEach(source -> source.watch(spark, lakehouse));
     }
 
     /** A micro-batch committed to every table; {@code progress} is its stream_progress row. */
@@ -308,10 +248,7 @@ public final class StreamMetrics implements AutoCloseable {
     @Override
     public void close() {
         up.set(0);
-        if (reconcileWatch != null) {
-            reconcileWatch.shutdownNow();
-            reconcileWatch = null;
-        }
+        sources.forEach(FigureSource::close);
         if (listening != null) {
             listening.streams().removeListener(listener);
             listening = null;

@@ -1,0 +1,42 @@
+package io.tidemark.lakehouse;
+
+import java.util.List;
+import java.util.ServiceLoader;
+import java.util.function.DoubleSupplier;
+
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * Figures the stream's metrics endpoint shows that the stream does not make itself: the operations
+ * module contributes the last reconcile's drift, read from {@code reconcile_report}. Sources are
+ * found with {@link ServiceLoader} ({@code META-INF/services}), so the speed layer serves them
+ * without depending on the module that reads them; with no source on the classpath it serves its
+ * own figures only.
+ */
+public interface FigureSource extends AutoCloseable {
+
+    /**
+     * One gauge.
+     *
+     * @param name  its Prometheus name
+     * @param help  its help text
+     * @param value its current value; NaN while not known, when the endpoint leaves the sample out
+     */
+    record Figure(String name, String help, DoubleSupplier value) {
+    }
+
+    /** The gauges this source keeps; their values are NaN until {@link #watch} has read something. */
+    List<Figure> figures();
+
+    /** Starts keeping the figures current for the lakehouse the stream writes (in the background). */
+    void watch(SparkSession spark, Lakehouse lakehouse);
+
+    /** Stops watching. */
+    @Override
+    void close();
+
+    /** Every source on the classpath, each a new instance. */
+    static List<FigureSource> load() {
+        return ServiceLoader.load(FigureSource.class).stream().map(ServiceLoader.Provider::get).toList();
+    }
+}
