@@ -663,7 +663,7 @@ final class DemoCommand extends TidemarkCommand {
 
     static Map<LocalDate, LateOfDay> lateByDay(SparkSession spark, Lakehouse lakehouse) {
         Map<LocalDate, LateOfDay> out = new TreeMap<>();
-        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.LATE_EVENTS)).groupBy(col("event_date"))
+        for (Row r : lakehouse.read(spark, Table.LATE_EVENTS).groupBy(col("event_date"))
                 .agg(count(lit(1)), count_if(Watermark.closesDay(col("watermark"), col("event_date")))).collectAsList()) {
             out.put(r.getDate(0).toLocalDate(), new LateOfDay(r.getLong(1), r.getLong(2)));
         }

@@ -208,7 +208,7 @@ final class StatusCommand extends TidemarkCommand {
     private static List<TableState> tables(SparkSession spark, Lakehouse lakehouse, LakehouseFigures f) {
         List<TableState> out = new ArrayList<>();
         for (Lakehouse.Table t : Lakehouse.Table.values()) {
-            if (io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t))) {
+            if (lakehouse.exists(spark, t)) {
                 out.add(TableState.of(spark, lakehouse, t, f.closed()));
             }
         }
@@ -220,12 +220,12 @@ final class StatusCommand extends TidemarkCommand {
         if (!path.contains("://") && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
             return new Gaps(0, 0, 0, null);
         }
-        Row totals = spark.read().format("delta").load(path)
+        Row totals = lakehouse.read(spark, Lakehouse.Table.STREAM_GAPS)
                 .selectExpr("count(*)", "coalesce(sum(lost_records), 0)", "count_if(lost_records IS NULL)").first();
         if (totals.getLong(0) == 0) {
             return new Gaps(0, 0, 0, null);
         }
-        Row last = spark.read().format("delta").load(path)
+        Row last = lakehouse.read(spark, Lakehouse.Table.STREAM_GAPS)
                 .orderBy(org.apache.spark.sql.functions.col("batch_id").desc(), org.apache.spark.sql.functions.col("partition").desc())
                 .select("batch_id", "topic", "partition", "expected_offset", "resumed_offset", "kind").first();
         return new Gaps(totals.getLong(0), totals.getLong(1), totals.getLong(2), last);

@@ -21,7 +21,6 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
-import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
@@ -159,7 +158,7 @@ public final class HealthReport {
     }
 
     private static boolean exists(SparkSession spark, Lakehouse lakehouse, Table t) {
-        return io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t));
+        return lakehouse.exists(spark, t);
     }
 
     /** The last {@code n} event days that hold raw or KPI data. */
@@ -448,14 +447,9 @@ public final class HealthReport {
     /** Entry point for spark-submit ({@link JobMain}): exit 2 on bad input, 1 when the report could not be written. */
     public static void main(String[] args) {
         JobMain.Arguments a = JobMain.parseOrExit(COMMAND_LINE, args);
-        Path target;
-        int n;
-        try {
-            target = Path.of(a.value("--out").orElseThrow(() -> new RequestRefusedException("--out FILE is required")));
-            n = a.value("--days").map(HealthReport::days).orElse(14);
-        } catch (IllegalArgumentException e) {
-            throw JobMain.exit(COMMAND_LINE.command(), ExitCode.BAD_INPUT, e.getMessage());
-        }
+        Path target = JobMain.orRefuse(COMMAND_LINE.command(),
+                () -> Path.of(a.value("--out").orElseThrow(() -> new RequestRefusedException("--out FILE is required"))));
+        int n = JobMain.orRefuse(COMMAND_LINE.command(), () -> a.value("--days").map(HealthReport::days).orElse(14));
         TidemarkConfig config = a.config();
         JobMain.run(COMMAND_LINE.command(), config, spark -> {
             try {

@@ -227,13 +227,13 @@ public final class Maintenance {
 
 
     private Map<LocalDate, long[]> filesByDay(Table table, String day) {
-        return TableState.filesByDay(spark, lakehouse.path(table), day);
+        return TableState.filesByDay(spark, lakehouse, table, day);
     }
 
 
 
     private boolean exists(Table table) {
-        return io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(table));
+        return lakehouse.exists(spark, table);
     }
 
 

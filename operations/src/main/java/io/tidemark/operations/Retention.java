@@ -92,7 +92,7 @@ final class Retention {
         java.util.Set<LocalDate> reconciled = new java.util.HashSet<>();
         if (exists(spark, lakehouse, Table.KPI_5M)) {
             // reconciled: every KPI row of the day comes from the batch layer
-            spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
+            lakehouse.read(spark, Table.KPI_5M).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
                     .groupBy(col("event_date")).agg(count(when(col("source").notEqual(lit("batch")), 1)).as("stream_rows"))
                     .where(col("stream_rows").equalTo(0)).collectAsList()
                     .forEach(r -> reconciled.add(r.getDate(0).toLocalDate()));
@@ -109,7 +109,7 @@ final class Retention {
      */
     long expire(Table table, String dayColumn, List<LocalDate> days, boolean dryRun) {
         Map<LocalDate, long[]> counts = new TreeMap<>();
-        spark.read().format("delta").load(lakehouse.path(table)).where(col(dayColumn).isin(days.stream().map(java.sql.Date::valueOf).toArray()))
+        lakehouse.read(spark, table).where(col(dayColumn).isin(days.stream().map(java.sql.Date::valueOf).toArray()))
                 .groupBy(col(dayColumn)).agg(count(lit(1)), org.apache.spark.sql.functions.countDistinct(col("_metadata.file_path")))
                 .collectAsList().forEach(r -> counts.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
         long rows = counts.values().stream().mapToLong(c -> c[0]).sum();
@@ -126,8 +126,8 @@ final class Retention {
                         "rows_removed", c[0], "files_removed", c[1], "retention_days", config.retentionDays(table),
                         "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
             }
-            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), RUN_AGAIN, () -> spark.createDataFrame(records,
-                    Lakehouse.schema(Table.EXPIRED_DAYS)).write().format("delta").mode("append").save(lakehouse.path(Table.EXPIRED_DAYS)));
+            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), RUN_AGAIN,
+                    () -> lakehouse.append(spark.createDataFrame(records, Lakehouse.schema(Table.EXPIRED_DAYS)), Table.EXPIRED_DAYS));
             String where = dayColumn + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
             retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), RUN_AGAIN, () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
         }
@@ -135,6 +135,6 @@ final class Retention {
     }
 
     private static boolean exists(SparkSession spark, Lakehouse lakehouse, Table table) {
-        return io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(table));
+        return lakehouse.exists(spark, table);
     }
 }

@@ -26,14 +26,13 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 public record TableState(Table table, long files, long bytes, long commitsSinceCheckpoint, java.util.Optional<LocalDate> oldestUncompacted) {
 
     public static TableState of(SparkSession spark, Lakehouse lakehouse, Table table, ClosedDays closed) {
-        String path = lakehouse.path(table);
         Row detail = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).select("numFiles", "sizeInBytes").first();
-        long version = io.delta.tables.DeltaTable.forPath(spark, path).history(1).select("version").first().getLong(0);
-        long checkpoint = lastCheckpointVersion(spark, path);
+        long version = lakehouse.version(spark, table);
+        long checkpoint = lastCheckpointVersion(spark, lakehouse.path(table));
         java.util.Optional<LocalDate> oldest = java.util.Optional.empty();
         String day = Maintenance.DAY_COLUMN.get(table);
         if (day != null) {
-            oldest = filesByDay(spark, path, day).entrySet().stream()
+            oldest = filesByDay(spark, lakehouse, table, day).entrySet().stream()
                     .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1).map(Map.Entry::getKey).findFirst();
         }
         return new TableState(table, detail.getLong(0), detail.getLong(1), version - checkpoint, oldest);
@@ -56,9 +55,9 @@ public record TableState(Table table, long files, long bytes, long commitsSinceC
     }
 
     /** Files and bytes per day of the table's current version, from the files' own metadata (no data read). */
-    static Map<LocalDate, long[]> filesByDay(SparkSession spark, String path, String day) {
+    static Map<LocalDate, long[]> filesByDay(SparkSession spark, Lakehouse lakehouse, Table table, String day) {
         Map<LocalDate, long[]> out = new TreeMap<>();
-        List<Row> rows = spark.read().format("delta").load(path)
+        List<Row> rows = lakehouse.read(spark, table)
                 .select(col(day), col("_metadata.file_path").as("file"), col("_metadata.file_size").as("size"))
                 .groupBy(col(day), col("file")).agg(first(col("size")).as("size"))
                 .groupBy(col(day)).agg(count(lit(1)), sum(col("size")))

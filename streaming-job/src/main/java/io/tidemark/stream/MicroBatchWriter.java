@@ -269,7 +269,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         java.util.Set<Table> found = java.util.EnumSet.noneOf(Table.class);
         for (Table t : List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_GAPS, Table.STREAM_PROGRESS)) {
             String column = t == Table.KPI_5M ? "stream_batch_id" : "batch_id";
-            if (!spark.read().format("delta").load(lakehouse.path(t)).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
+            if (!lakehouse.read(spark, t).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
                 found.add(t);
             }
         }
@@ -369,7 +369,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             return;
         }
         long t0 = System.nanoTime();
-        rows.write().format("delta").mode("append").save(lakehouse.path(table));
+        lakehouse.append(rows, table);
         trace(batchId, table.tableName(), t0);
     }
 
