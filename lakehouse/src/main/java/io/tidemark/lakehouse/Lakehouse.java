@@ -80,6 +80,16 @@ public final class Lakehouse {
         return io.delta.tables.DeltaTable.forPath(spark, path(t)).history(1).select("version").first().getLong(0);
     }
 
+    /** The table's Delta properties ({@code TBLPROPERTIES}); empty when the table does not exist yet. */
+    public java.util.Map<String, String> properties(SparkSession spark, Table t) {
+        if (!exists(spark, t)) {
+            return java.util.Map.of();
+        }
+        Row detail = spark.sql("DESCRIBE DETAIL " + ref(t)).first();
+        java.util.Map<String, String> props = detail.getJavaMap(detail.fieldIndex("properties"));
+        return props == null ? java.util.Map.of() : props;
+    }
+
     /** Adds {@code rows} to the table in one commit. */
     public void append(Dataset<Row> rows, Table t) {
         append(rows, t, null);
@@ -164,8 +174,7 @@ public final class Lakehouse {
             if (declared.isEmpty()) {
                 continue;
             }
-            Row detail = spark.sql("DESCRIBE DETAIL " + ref(table)).first();
-            java.util.Map<String, String> current = detail.getJavaMap(detail.fieldIndex("properties"));
+            java.util.Map<String, String> current = properties(spark, table);
             List<String> changes = new ArrayList<>();
             declared.forEach((k, v) -> {
                 if (!v.equals(current.get(k))) {

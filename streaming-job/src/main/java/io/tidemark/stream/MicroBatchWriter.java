@@ -280,7 +280,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private WatermarkLedger loadLedger(SparkSession spark, long batchId) {
         long latenessMs = config.lateness().toMillis();
         long idleMs = config.watermarkIdleTimeout().toMillis();
-        WatermarkLedger.Policy policy = WatermarkLedger.Policy.of(config.watermarkPolicy());
+        TidemarkConfig.WatermarkPolicy policy = config.watermarkPolicy();
         if (batchId == 0) {
             return WatermarkLedger.fresh(policy, latenessMs, idleMs);
         }
@@ -317,7 +317,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             return;
         }
         skewWarned = skew.trailing();
-        String effect = ledger.policy() == WatermarkLedger.Policy.SPARK
+        String effect = ledger.policy() == TidemarkConfig.WatermarkPolicy.SPARK
                 ? "with watermark.policy=spark its records are late for lagging and reach kpi_5m only at reconcile; "
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
