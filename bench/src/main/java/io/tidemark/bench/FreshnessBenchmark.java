@@ -312,13 +312,13 @@ public final class FreshnessBenchmark {
             Lakehouse lh = Lakehouse.of(config);
             // The greatest stream batch in kpi_5m as of each version the reader saw, by time travel.
             NavigableMap<Long, Long> seen = reader.seen("kpi_5m");
-            long lastBatch = spark.read().format("delta").load(lh.path(Table.STREAM_PROGRESS)).agg(max("batch_id")).first().getLong(0);
+            long lastBatch = lh.read(spark, Table.STREAM_PROGRESS).agg(max("batch_id")).first().getLong(0);
             long[] visibleAt = new long[(int) lastBatch + 2];
             Arrays.fill(visibleAt, Long.MAX_VALUE);
             int withRows = 0;
             StringBuilder csv = new StringBuilder("version,first_seen_ms,max_stream_batch_id\n");
             for (Map.Entry<Long, Long> v : seen.entrySet()) {
-                Row m = spark.read().format("delta").option("versionAsOf", v.getKey()).load(lh.path(Table.KPI_5M))
+                Row m = lh.readAt(spark, Table.KPI_5M, v.getKey())
                         .agg(max("stream_batch_id")).first();
                 csv.append(v.getKey()).append(',').append(v.getValue()).append(',').append(m.isNullAt(0) ? "" : String.valueOf(m.getLong(0))).append('\n');
                 if (m.isNullAt(0)) {
@@ -341,12 +341,12 @@ public final class FreshnessBenchmark {
             Dataset<Row> visible = spark.createDataFrame(visibleRows, new StructType()
                     .add("batch_id", DataTypes.LongType, false).add("visible_ms", DataTypes.LongType, false));
 
-            Dataset<Row> raw = spark.read().format("delta").load(lh.path(Table.RAW_EVENTS));
+            Dataset<Row> raw = lh.read(spark, Table.RAW_EVENTS);
             Row c = raw.agg(count(lit(1)), sum(when(col("is_late"), 1).otherwise(0))).first();
             long rawCount = c.getLong(0);
             long lateCount = c.isNullAt(1) ? 0 : c.getLong(1);
             long distinct = raw.select("kafka_partition", "kafka_offset").distinct().count();
-            long dead = spark.read().format("delta").load(lh.path(Table.DEAD_LETTER)).count();
+            long dead = lh.read(spark, Table.DEAD_LETTER).count();
             boolean complete = rawCount == report.messages() && distinct == rawCount && dead == 0;
 
             long fromMs = producerStartMs + warmup.toMillis();
@@ -368,7 +368,7 @@ public final class FreshnessBenchmark {
             }
             List<Double> p = s.getList(2);
 
-            Row b = spark.read().format("delta").load(lh.path(Table.STREAM_PROGRESS))
+            Row b = lh.read(spark, Table.STREAM_PROGRESS)
                     .agg(count(lit(1)), sum(when(col("records_in").gt(0), 1).otherwise(0)),
                             expr("percentile(CASE WHEN records_in > 0 THEN duration_ms END, 0.5)"),
                             max(when(col("records_in").gt(0), col("duration_ms"))))

@@ -354,10 +354,10 @@ public final class LongHaulBenchmark {
         }
 
         private List<LocalDate> daysWithRaw() {
-            if (!io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(Table.RAW_EVENTS))) {
+            if (!lakehouse.exists(spark, Table.RAW_EVENTS)) {
                 return List.of();
             }
-            return spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS)).select("event_date").distinct().collectAsList().stream()
+            return lakehouse.read(spark, Table.RAW_EVENTS).select("event_date").distinct().collectAsList().stream()
                     .map(r -> r.getDate(0).toLocalDate()).toList();
         }
 
@@ -389,11 +389,11 @@ public final class LongHaulBenchmark {
         }
 
         void finish() throws Exception {
-            Row c = spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS))
+            Row c = lakehouse.read(spark, Table.RAW_EVENTS)
                     .selectExpr("count(*)", "count(DISTINCT kafka_partition, kafka_offset)").first();
             rawCount = c.getLong(0);
             distinctOffsets = c.getLong(1);
-            long dead = spark.read().format("delta").load(lakehouse.path(Table.DEAD_LETTER)).count();
+            long dead = lakehouse.read(spark, Table.DEAD_LETTER).count();
             // Every record the stream read is in raw_events or dead_letter, once.
             complete = distinctOffsets == rawCount && rawCount + dead == stream.consumed.get();
             snapshotEnd = new LinkedHashMap<>();
@@ -417,7 +417,7 @@ public final class LongHaulBenchmark {
             // of the day before the event clock starts.
             LocalDate day = null;
             long writers = 0;
-            for (Row r : spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS)).groupBy("event_date")
+            for (Row r : lakehouse.read(spark, Table.RAW_EVENTS).groupBy("event_date")
                     .agg(org.apache.spark.sql.functions.countDistinct(org.apache.spark.sql.functions.col("batch_id"))).collectAsList()) {
                 LocalDate d = r.getDate(0).toLocalDate();
                 if (reconciled.contains(d) && (r.getLong(1) > writers || (r.getLong(1) == writers && d.isBefore(day)))) {
@@ -496,11 +496,11 @@ public final class LongHaulBenchmark {
         }
 
         private long version(Table t) {
-            return io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(t)).history(1).select("version").first().getLong(0);
+            return lakehouse.version(spark, t);
         }
 
         private long dayFiles(Table t, LocalDate day, long version) {
-            return spark.read().format("delta").option("versionAsOf", version).load(lakehouse.path(t)).where("event_date = DATE'" + day + "'")
+            return lakehouse.readAt(spark, t, version).where("event_date = DATE'" + day + "'")
                     .selectExpr("count(DISTINCT _metadata.file_path)").first().getLong(0);
         }
 
@@ -964,7 +964,7 @@ public final class LongHaulBenchmark {
             };
             long closedDays = 0, closedFiles = 0, openFiles = 0, earlyFiles = 0;
             if (day != null) {
-                for (Row r : spark.read().format("delta").load(lakehouse.path(t)).groupBy(day)
+                for (Row r : lakehouse.read(spark, t).groupBy(day)
                         .agg(org.apache.spark.sql.functions.countDistinct(org.apache.spark.sql.functions.col("_metadata.file_path"))).collectAsList()) {
                     if (r.getDate(0).toLocalDate().isBefore(firstFullDay)) {
                         earlyFiles += r.getLong(1);

@@ -43,7 +43,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.sql.types.StructField;
 
-import io.delta.tables.DeltaTable;
 import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -147,7 +146,7 @@ public final class ReconcileBenchmark {
         for (Path l : List.of(h1, hN)) {
             kpiVersion.put(l, Long.parseLong(Files.readString(l.resolve("kpi_5m.generated-version")).trim()));
         }
-        long targetEvents = spark.read().format("delta").load(new Lakehouse(h1.toString()).path(Table.RAW_EVENTS))
+        long targetEvents = new Lakehouse(h1.toString()).read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").equalTo(lit(Date.valueOf(TARGET)))).count();
 
         List<Run> runs = new ArrayList<>();
@@ -188,9 +187,9 @@ public final class ReconcileBenchmark {
     // ------------------------------------------------------------------------------------------
 
     static Run reconcile(SparkSession spark, Path lakehouse, long kpiVersion, String what, long events, int round, String load) {
-        String kpi = new Lakehouse(lakehouse.toString()).path(Table.KPI_5M);
-        if (DeltaTable.forPath(spark, kpi).history(1).select("version").first().getLong(0) != kpiVersion) {
-            spark.sql("RESTORE TABLE delta.`" + kpi + "` TO VERSION AS OF " + kpiVersion);
+        Lakehouse l = new Lakehouse(lakehouse.toString());
+        if (l.version(spark, Table.KPI_5M) != kpiVersion) {
+            spark.sql("RESTORE TABLE " + l.ref(Table.KPI_5M) + " TO VERSION AS OF " + kpiVersion);
         }
         TidemarkConfig config = TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, lakehouse.toString()).build();
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -210,7 +209,7 @@ public final class ReconcileBenchmark {
     /** The plain job: the day's files, one group-by, a plain overwrite of a Delta table. */
     static Run plain(SparkSession spark, Path lakehouse, Path out, long events, int round, String load) {
         long t0 = System.nanoTime();
-        Dataset<Row> day = spark.read().format("delta").load(new Lakehouse(lakehouse.toString()).path(Table.RAW_EVENTS))
+        Dataset<Row> day = new Lakehouse(lakehouse.toString()).read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").equalTo(lit(Date.valueOf(TARGET))));
         day.groupBy(window(col("event_ts"), "5 minutes"), col("cell_site_id"))
                 .agg(count(lit(1)).as("record_count"), sum(col("volume_gb")).as("total_gb"),
@@ -237,7 +236,7 @@ public final class ReconcileBenchmark {
         writeDays(spark, l1, List.of(TARGET), p.dayEvents(), p.filesPerDay());
         writeStreamKpis(spark, l1, TARGET.minusDays(1), TARGET);
         writeProgress(spark, l1);
-        Files.writeString(h1.resolve("kpi_5m.generated-version"), String.valueOf(version(spark, l1.path(Table.KPI_5M))));
+        Files.writeString(h1.resolve("kpi_5m.generated-version"), String.valueOf(l1.version(spark, Table.KPI_5M)));
         if (p.historyDays() > 1) {
             System.out.println("copying h1 to " + hN.getFileName() + " ...");
             copyRecursively(h1, hN);
@@ -248,7 +247,7 @@ public final class ReconcileBenchmark {
             }
             writeDays(spark, lN, older, p.historyEvents(), p.filesPerDay());
             writeStreamKpis(spark, lN, older.get(0), older.get(older.size() - 1));
-            Files.writeString(hN.resolve("kpi_5m.generated-version"), String.valueOf(version(spark, lN.path(Table.KPI_5M))));
+            Files.writeString(hN.resolve("kpi_5m.generated-version"), String.valueOf(lN.version(spark, Table.KPI_5M)));
         }
     }
 
@@ -284,7 +283,7 @@ public final class ReconcileBenchmark {
                             "is_late",
                             "(" + d + "L - 20000L) * 1000L + CAST(floor(id * " + files + "D / " + n + "D) AS BIGINT) AS batch_id",
                             "to_date(event_ts) AS event_date");
-            asTable(spark, l, Table.RAW_EVENTS, rows).write().format("delta").mode("append").save(l.path(Table.RAW_EVENTS));
+            l.append(asTable(spark, l, Table.RAW_EVENTS, rows), Table.RAW_EVENTS);
             System.out.printf("  %s: %s %,d events in %.1f s%n", l.root().substring(l.root().lastIndexOf('/') + 1), day, n,
                     (System.currentTimeMillis() - t0) / 1000.0);
         }
@@ -293,14 +292,14 @@ public final class ReconcileBenchmark {
     /** The speed layer's rows of these days: on-time records only, HLL subscriber estimates, final. */
     static void writeStreamKpis(SparkSession spark, Lakehouse l, LocalDate from, LocalDate to) {
         long t0 = System.currentTimeMillis();
-        Dataset<Row> onTime = spark.read().format("delta").load(l.path(Table.RAW_EVENTS))
+        Dataset<Row> onTime = l.read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").between(lit(Date.valueOf(from)), lit(Date.valueOf(to))).and(col("is_late").equalTo(false)));
         Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(onTime, java.time.Duration.ofMinutes(5)))
                 .withColumn("subscribers", expr("hll_sketch_estimate(subscriber_sketch)"))
                 .withColumn("is_final", lit(true))
                 .withColumn("source", lit("stream"))
                 .withColumn("stream_batch_id", lit(0L));
-        asTable(spark, l, Table.KPI_5M, kpis).write().format("delta").mode("append").save(l.path(Table.KPI_5M));
+        l.append(asTable(spark, l, Table.KPI_5M, kpis), Table.KPI_5M);
         System.out.printf("  kpi_5m (stream rows) %s..%s in %.1f s%n", from, to, (System.currentTimeMillis() - t0) / 1000.0);
     }
 
@@ -319,26 +318,22 @@ public final class ReconcileBenchmark {
         v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);
         Dataset<Row> df = spark.createDataFrame(List.of(r), r.schema());
-        df.write().format("delta").mode("append").save(l.path(Table.STREAM_PROGRESS));
+        l.append(df, Table.STREAM_PROGRESS);
     }
 
     static Dataset<Row> asTable(SparkSession spark, Lakehouse l, Table t, Dataset<Row> rows) {
         java.util.Set<String> have = java.util.Set.of(rows.columns());
         List<Column> cols = new ArrayList<>();
-        for (StructField f : spark.read().format("delta").load(l.path(t)).schema().fields()) {
+        for (StructField f : l.read(spark, t).schema().fields()) {
             cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
         }
         return rows.select(cols.toArray(Column[]::new));
     }
 
-    static long version(SparkSession spark, String path) {
-        return DeltaTable.forPath(spark, path).history(1).select("version").first().getLong(0);
-    }
-
     static String describe(SparkSession spark, Path lakehouse) {
-        String raw = new Lakehouse(lakehouse.toString()).path(Table.RAW_EVENTS);
-        Row d = spark.sql("DESCRIBE DETAIL delta.`" + raw + "`").select("numFiles", "sizeInBytes").first();
-        Row c = spark.read().format("delta").load(raw).agg(count(lit(1)), expr("count(DISTINCT event_date)")).first();
+        Lakehouse l = new Lakehouse(lakehouse.toString());
+        Row d = spark.sql("DESCRIBE DETAIL " + l.ref(Table.RAW_EVENTS)).select("numFiles", "sizeInBytes").first();
+        Row c = l.read(spark, Table.RAW_EVENTS).agg(count(lit(1)), expr("count(DISTINCT event_date)")).first();
         return String.format("raw_events %,d events in %,d days, %,d files, %,d MB", c.getLong(0), c.getLong(1), d.getLong(0),
                 d.getLong(1) >> 20);
     }

@@ -52,10 +52,10 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         if (to != null) {
             inRange = inRange.and(col("event_date").leq(lit(java.sql.Date.valueOf(to))));
         }
-        Dataset<Row> raw = spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS)).filter(inRange)
+        Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).filter(inRange)
                 .groupBy(col("event_date"))
                 .agg(count(lit(1)).as("raw_records"), sum(when(col("is_late"), 1L).otherwise(0L)).as("late_records"));
-        Dataset<Row> kpi = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).filter(inRange)
+        Dataset<Row> kpi = lakehouse.read(spark, Table.KPI_5M).filter(inRange)
                 .groupBy(col("event_date"))
                 .agg(sum(col("record_count")).as("kpi_records"), count(lit(1)).as("kpi_rows"));
         List<Row> rows = raw.join(kpi, raw.col("event_date").equalTo(kpi.col("event_date")), "full_outer")

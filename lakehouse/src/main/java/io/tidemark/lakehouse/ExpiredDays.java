@@ -32,12 +32,11 @@ public final class ExpiredDays {
 
     /** Reads {@code expired_days}; none when the table does not exist yet. */
     public static ExpiredDays load(SparkSession spark, Lakehouse lakehouse) {
-        String path = lakehouse.path(Table.EXPIRED_DAYS);
-        if (!io.delta.tables.DeltaTable.isDeltaTable(spark, path)) {
+        if (!lakehouse.exists(spark, Table.EXPIRED_DAYS)) {
             return none();
         }
         Map<String, NavigableSet<LocalDate>> out = new TreeMap<>();
-        List<Row> rows = spark.read().format("delta").load(path).select("table_name", "day").distinct().collectAsList();
+        List<Row> rows = lakehouse.read(spark, Table.EXPIRED_DAYS).select("table_name", "day").distinct().collectAsList();
         for (Row r : rows) {
             out.computeIfAbsent(r.getString(0), t -> new TreeSet<>()).add(r.getDate(1).toLocalDate());
         }

@@ -131,18 +131,26 @@ public final class JobMain {
      * 0; for bad input, its line and exit {@link ExitCode#BAD_INPUT}. Nothing has started either way.
      */
     public static Arguments parseOrExit(Spec spec, String[] args) {
-        Arguments a;
-        try {
-            a = parse(spec, args, System.getenv());
-        } catch (IllegalArgumentException e) {
-            throw exit(spec.command(), ExitCode.BAD_INPUT, CommitRetry.oneLine(e));
-        }
+        Arguments a = orRefuse(spec.command(), () -> parse(spec, args, System.getenv()));
         if (a.help()) {
             System.out.print(usage(spec));
             System.out.flush();
             throw exit(spec.command(), ExitCode.OK, null);
         }
         return a;
+    }
+
+    /**
+     * What {@code check} returns; when it refuses the input ({@link IllegalArgumentException}, which
+     * {@link RequestRefusedException} is), the command's one-line refusal and exit
+     * {@link ExitCode#BAD_INPUT} instead. For the checks of a {@code main} before anything starts.
+     */
+    public static <T> T orRefuse(String command, java.util.function.Supplier<T> check) {
+        try {
+            return check.get();
+        } catch (IllegalArgumentException e) {
+            throw exit(command, ExitCode.BAD_INPUT, CommitRetry.oneLine(e));
+        }
     }
 
     /**

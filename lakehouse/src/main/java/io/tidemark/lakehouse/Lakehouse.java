@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructField;
@@ -14,7 +15,12 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The Delta tables under one lakehouse root: their paths and SQL names, created and registered
- * from {@code sql/tables.sql} (and the analyst views from {@code sql/views.sql}).
+ * from {@code sql/tables.sql} (and the analyst views from {@code sql/views.sql}), and the operations
+ * the jobs read and commit them with ({@link #read}, {@link #readAt}, {@link #version},
+ * {@link #append}, {@link #replaceWhere}, {@link #exists}). No job opens a table by its path: a
+ * read or a commit is one of these, so there is one place to see how Tidemark touches its tables.
+ * (SQL statements over {@link #ref}, such as reconcile's {@code DELETE} and maintenance's
+ * {@code OPTIMIZE}, name the table the same way.)
  */
 public final class Lakehouse {
 
@@ -54,6 +60,60 @@ public final class Lakehouse {
         return "delta.`" + path(t) + "`";
     }
 
+    /** Whether the table has been created at this lakehouse (it has a Delta log). */
+    public boolean exists(SparkSession spark, Table t) {
+        return io.delta.tables.DeltaTable.isDeltaTable(spark, path(t));
+    }
+
+    /** The table's rows at its newest version. */
+    public Dataset<Row> read(SparkSession spark, Table t) {
+        return spark.read().format("delta").load(path(t));
+    }
+
+    /** The table's rows as of {@code version}: for a reader that must see one snapshot across several queries. */
+    public Dataset<Row> readAt(SparkSession spark, Table t, long version) {
+        return spark.read().format("delta").option("versionAsOf", version).load(path(t));
+    }
+
+    /** The table's newest committed version. */
+    public long version(SparkSession spark, Table t) {
+        return io.delta.tables.DeltaTable.forPath(spark, path(t)).history(1).select("version").first().getLong(0);
+    }
+
+    /** The table's Delta properties ({@code TBLPROPERTIES}); empty when the table does not exist yet. */
+    public java.util.Map<String, String> properties(SparkSession spark, Table t) {
+        if (!exists(spark, t)) {
+            return java.util.Map.of();
+        }
+        Row detail = spark.sql("DESCRIBE DETAIL " + ref(t)).first();
+        java.util.Map<String, String> props = detail.getJavaMap(detail.fieldIndex("properties"));
+        return props == null ? java.util.Map.of() : props;
+    }
+
+    /** Adds {@code rows} to the table in one commit. */
+    public void append(Dataset<Row> rows, Table t) {
+        append(rows, t, null);
+    }
+
+    /** Adds {@code rows} to the table in one commit that carries {@code note} (Delta's userMetadata; null for none). */
+    public void append(Dataset<Row> rows, Table t, String note) {
+        writer(rows, note).mode("append").save(path(t));
+    }
+
+    /**
+     * Replaces every row of the table that matches {@code predicate} (SQL over the table's columns and
+     * literals) with {@code rows}, in one commit that carries {@code note} (Delta's userMetadata; null
+     * for none); Delta refuses a row that does not match the predicate.
+     */
+    public void replaceWhere(Dataset<Row> rows, Table t, String predicate, String note) {
+        writer(rows, note).mode("overwrite").option("replaceWhere", predicate).save(path(t));
+    }
+
+    private static org.apache.spark.sql.DataFrameWriter<Row> writer(Dataset<Row> rows, String note) {
+        org.apache.spark.sql.DataFrameWriter<Row> w = rows.write().format("delta");
+        return note == null ? w : w.option("userMetadata", note);
+    }
+
     /**
      * Creates the tables that do not exist yet and registers all of them, and the analyst views,
      * under {@code tidemark.*} in this session's catalog. Safe to call from many processes: an
@@ -89,7 +149,7 @@ public final class Lakehouse {
             try {
                 spark.sql(byPath);
             } catch (RuntimeException concurrentCreate) {
-                if (!io.delta.tables.DeltaTable.isDeltaTable(spark, path(table))) {
+                if (!exists(spark, table)) {
                     throw concurrentCreate;
                 }
             }
@@ -114,8 +174,7 @@ public final class Lakehouse {
             if (declared.isEmpty()) {
                 continue;
             }
-            Row detail = spark.sql("DESCRIBE DETAIL " + ref(table)).first();
-            java.util.Map<String, String> current = detail.getJavaMap(detail.fieldIndex("properties"));
+            java.util.Map<String, String> current = properties(spark, table);
             List<String> changes = new ArrayList<>();
             declared.forEach((k, v) -> {
                 if (!v.equals(current.get(k))) {
@@ -155,8 +214,7 @@ public final class Lakehouse {
      * differs is left to Delta's own schema check on the next write.
      */
     private void addMissingColumns(SparkSession spark, Table table) {
-        java.util.Set<String> present = new java.util.HashSet<>(java.util.Arrays.asList(
-                spark.read().format("delta").load(path(table)).schema().fieldNames()));
+        java.util.Set<String> present = new java.util.HashSet<>(java.util.Arrays.asList(read(spark, table).schema().fieldNames()));
         List<String> missing = new ArrayList<>();
         for (StructField f : schema(table).fields()) {
             if (!present.contains(f.name()) && f.nullable()) {
@@ -169,8 +227,7 @@ public final class Lakehouse {
                 spark.sql("ALTER TABLE " + ref(table) + " ADD COLUMNS (" + String.join(", ", missing) + ")");
             } catch (RuntimeException concurrentAdd) {
                 // Another process may have added them meanwhile; the check below decides.
-                java.util.Set<String> now = new java.util.HashSet<>(java.util.Arrays.asList(
-                        spark.read().format("delta").load(path(table)).schema().fieldNames()));
+                java.util.Set<String> now = new java.util.HashSet<>(java.util.Arrays.asList(read(spark, table).schema().fieldNames()));
                 if (!now.containsAll(missing.stream().map(m -> m.substring(0, m.indexOf(' '))).toList())) {
                     throw concurrentAdd;
                 }

@@ -27,50 +27,46 @@ import io.tidemark.lakehouse.TidemarkConfig.Key;
  * from what they describe: a file {@value #FILE} in the checkpoint directory, and table properties
  * {@code tidemark.query.*} on {@code kpi_5m} and {@code stream_progress}.
  *
- * <p>Incompatible (refused on restart): {@code window} (kpi_5m would mix window sizes),
+ * <p>Which settings these are, and how each may change, is declared with the setting
+ * ({@link TidemarkConfig.Scope} of each {@link Key}). Today:
+ *
+ * <p>Incompatible (refused on restart, {@link TidemarkConfig.Scope#QUERY}): {@code window} (kpi_5m would mix window sizes),
  * {@code lateness} and {@code watermark.policy} (which records are late would change mid-stream; a
  * definition recorded before the policy existed was written under {@code spark}), {@code topic} (the
  * checkpoint's offsets and the lakehouse's rows belong to the old topic).
  *
- * <p>Compatible: {@code clock-skew}, {@code max-event-age} and {@code max-message-bytes} are validation rules for records
+ * <p>Compatible ({@link TidemarkConfig.Scope#REPLAY}): {@code clock-skew}, {@code max-event-age} and {@code max-message-bytes} are validation rules for records
  * read from now on, and {@code watermark.idle-timeout} decides the watermark of batches from now on, so they may change between batches; but not while a batch is pending replay
  * (planned in the checkpoint, not committed): a replay skips the tables that already hold the batch
  * and classifies the rest again, so a record could land in both raw_events and dead_letter.
  */
-public record QueryDefinition(Duration window, Duration lateness, String topic, Duration clockSkew, Duration maxEventAge,
-                              int maxMessageBytes, String watermarkPolicy, Duration watermarkIdleTimeout) {
+public record QueryDefinition(Map<String, String> settings) {
 
     /** The file in the checkpoint directory. */
     public static final String FILE = "tidemark-query.json";
     /** Prefix of the Delta table properties. */
     public static final String PROPERTY_PREFIX = "tidemark.query.";
 
-    private static final List<Key> INCOMPATIBLE = List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC, Key.WATERMARK_POLICY);
-    private static final List<Key> REPLAY_SENSITIVE = List.of(Key.CLOCK_SKEW, Key.MAX_EVENT_AGE, Key.MAX_MESSAGE_BYTES, Key.WATERMARK_IDLE_TIMEOUT);
+    private static final List<Key> INCOMPATIBLE = keys(TidemarkConfig.Scope.QUERY);
+    private static final List<Key> REPLAY_SENSITIVE = keys(TidemarkConfig.Scope.REPLAY);
     /** What a definition recorded before a setting existed was written with. */
     private static final Map<Key, String> BEFORE_IT_WAS_RECORDED = Map.of(Key.WATERMARK_POLICY, "spark");
-    private static final List<Key> ORDER = List.of(Key.WINDOW, Key.LATENESS, Key.TOPIC, Key.CLOCK_SKEW, Key.MAX_EVENT_AGE,
-            Key.MAX_MESSAGE_BYTES, Key.WATERMARK_POLICY, Key.WATERMARK_IDLE_TIMEOUT);
+    /** The recorded settings, in the order of their declaration. */
+    private static final List<Key> ORDER = java.util.Arrays.stream(Key.values()).filter(k -> k.scope != TidemarkConfig.Scope.RUN).toList();
     private static final List<Table> STAMPED = List.of(Table.KPI_5M, Table.STREAM_PROGRESS);
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    /** The definition of a configuration: setting name to its canonical text ({@link TidemarkConfig#canonical}), in {@link #ORDER}. */
     public static QueryDefinition of(TidemarkConfig config) {
-        return new QueryDefinition(config.window(), config.lateness(), config.topic(), config.clockSkew(), config.maxEventAge(),
-                config.maxMessageBytes(), config.watermarkPolicy(), config.watermarkIdleTimeout());
+        Map<String, String> m = new LinkedHashMap<>();
+        for (Key k : ORDER) {
+            m.put(k.name, config.canonical(k));
+        }
+        return new QueryDefinition(java.util.Collections.unmodifiableMap(m));
     }
 
-    /** Setting name to its canonical text (durations in ISO-8601, so "5 minutes" and "5m" agree). */
-    public Map<String, String> settings() {
-        Map<String, String> m = new LinkedHashMap<>();
-        m.put(Key.WINDOW.name, window.toString());
-        m.put(Key.LATENESS.name, lateness.toString());
-        m.put(Key.TOPIC.name, topic);
-        m.put(Key.CLOCK_SKEW.name, clockSkew.toString());
-        m.put(Key.MAX_EVENT_AGE.name, maxEventAge.toString());
-        m.put(Key.MAX_MESSAGE_BYTES.name, String.valueOf(maxMessageBytes));
-        m.put(Key.WATERMARK_POLICY.name, watermarkPolicy);
-        m.put(Key.WATERMARK_IDLE_TIMEOUT.name, watermarkIdleTimeout.toString());
-        return m;
+    private static List<Key> keys(TidemarkConfig.Scope scope) {
+        return java.util.Arrays.stream(Key.values()).filter(k -> k.scope == scope).toList();
     }
 
     /** What one place (the checkpoint when table is null, or one table) says the definition was; missing keys are absent. */
@@ -127,7 +123,7 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
         Map<String, String> settings = now.settings();
         Lakehouse lakehouse = Lakehouse.of(config);
         for (Table t : STAMPED) {
-            Map<String, String> props = tableSettings(spark, lakehouse.path(t));
+            Map<String, String> props = tableSettings(spark, lakehouse, t);
             if (!settings.equals(props)) {
                 StringBuilder sql = new StringBuilder("ALTER TABLE " + lakehouse.ref(t) + " SET TBLPROPERTIES (");
                 String sep = "";
@@ -154,7 +150,7 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
      */
     public static void requireLakehouseWindow(SparkSession spark, TidemarkConfig config) {
         Lakehouse lakehouse = Lakehouse.of(config);
-        Map<String, String> props = tableSettings(spark, lakehouse.path(Table.KPI_5M));
+        Map<String, String> props = tableSettings(spark, lakehouse, Table.KPI_5M);
         String recorded = props.get(Key.WINDOW.name);
         if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
             throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + human(Duration.parse(recorded))
@@ -210,9 +206,9 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
     }
 
     private static String show(Key k, String canonical) {
-        return switch (k) {
-            case WINDOW, LATENESS, CLOCK_SKEW, MAX_EVENT_AGE, WATERMARK_IDLE_TIMEOUT -> human(Duration.parse(canonical));
-            case TOPIC -> "'" + canonical + "'";
+        return switch (k.type) {
+            case DURATION, DURATION_OR_ZERO -> human(Duration.parse(canonical));
+            case TEXT -> "'" + canonical + "'";
             default -> canonical;
         };
     }
@@ -246,7 +242,7 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
             out.add(new Recorded(null, file));
         }
         for (Table t : STAMPED) {
-            Map<String, String> props = tableSettings(spark, lakehouse.path(t));
+            Map<String, String> props = tableSettings(spark, lakehouse, t);
             if (!props.isEmpty()) {
                 out.add(new Recorded(t, props));
             }
@@ -254,13 +250,9 @@ public record QueryDefinition(Duration window, Duration lateness, String topic, 
         return out;
     }
 
-    /** The tidemark.query.* properties of a Delta table, empty when it is not a Delta table (yet). */
-    static Map<String, String> tableSettings(SparkSession spark, String path) {
-        if (!io.delta.tables.DeltaTable.isDeltaTable(spark, path)) {
-            return Map.of();
-        }
-        Row detail = io.delta.tables.DeltaTable.forPath(spark, path).detail().select("properties").first();
-        Map<String, String> props = detail.isNullAt(0) ? Map.of() : detail.getJavaMap(0);
+    /** The tidemark.query.* properties of a table, empty when it is not a Delta table (yet). */
+    static Map<String, String> tableSettings(SparkSession spark, Lakehouse lakehouse, Table t) {
+        Map<String, String> props = lakehouse.properties(spark, t);
         Map<String, String> out = new TreeMap<>();
         props.forEach((k, v) -> {
             if (k.startsWith(PROPERTY_PREFIX)) {

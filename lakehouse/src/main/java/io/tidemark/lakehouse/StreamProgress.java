@@ -114,7 +114,7 @@ public record StreamProgress(long batchId, String queryId, Instant watermark, In
     }
 
     private static Dataset<Row> table(SparkSession spark, Lakehouse lakehouse) {
-        return spark.read().format("delta").load(lakehouse.path(Table.STREAM_PROGRESS));
+        return lakehouse.read(spark, Table.STREAM_PROGRESS);
     }
 
     private static Optional<StreamProgress> first(Dataset<Row> rows) {

@@ -30,65 +30,132 @@ import java.util.regex.Pattern;
  */
 public final class TidemarkConfig {
 
-    /** Every named setting, its default and what it means. */
+    /** How a setting may change for an existing checkpoint and lakehouse. */
+    public enum Scope {
+        /** Part of the query definition ({@link QueryDefinition}): a restart with another value is refused. */
+        QUERY("fixed for a checkpoint and lakehouse: a restart with another value is refused"),
+        /**
+         * May change between runs, but not while a batch is pending replay: the replay classifies the
+         * records its first attempt did not commit, and must do so as that attempt did.
+         */
+        REPLAY("may change between runs, not while a batch is pending replay"),
+        /** May change at any start. */
+        RUN("");
+
+        /** What the settings table and {@code --help} say of it. */
+        public final String rule;
+
+        Scope(String rule) {
+            this.rule = rule;
+        }
+    }
+
+    /** What a setting's value is: how it is read, checked and written in its canonical form. */
+    public enum Type {
+        TEXT("text"),
+        /** Empty means "not set"; catalog.metastore's own syntax is checked by {@link TidemarkConfig#metastore()}. */
+        METASTORE("directory or thrift://host:port"),
+        DURATION("duration > 0"),
+        DURATION_OR_ZERO("duration, 0 allowed"),
+        COUNT("whole number, 0 allowed"),
+        POSITIVE("whole number > 0"),
+        PORT("port 0-65535, 0 = none"),
+        BOOLEAN("true or false"),
+        WATERMARK_POLICY("spark or min-partition");
+
+        /** The kind of value, as the settings table shows it. */
+        public final String kind;
+
+        Type(String kind) {
+            this.kind = kind;
+        }
+    }
+
+    /**
+     * Every setting: its name, type, default, scope and meaning, declared once. Validation
+     * ({@link TidemarkConfig#validate}), the query definition ({@link QueryDefinition}), {@code --help}
+     * ({@link #describeKeys}) and the settings table of docs/commands.md ({@link #markdownTable},
+     * held equal by a test) are derived from these. Docs are markdown: {@code `code`} and links,
+     * which {@code --help} prints plain.
+     */
     public enum Key {
-        KAFKA_BOOTSTRAP("kafka.bootstrap-servers", "127.0.0.1:9092", "Kafka bootstrap servers."),
-        TOPIC("topic", "network-events", "Kafka topic the events arrive on. Fixed for a checkpoint and lakehouse: a restart with another topic is refused."),
-        LAKEHOUSE("lakehouse", "./data/lakehouse", "Root of the Delta tables (any Hadoop-compatible path)."),
-        CHECKPOINT("stream.checkpoint", "./data/checkpoints/stream", "Checkpoint of the streaming query."),
-        WINDOW("window", "5 minutes", "KPI window size (tumbling). Fixed for a checkpoint and lakehouse: a restart with another window is refused."),
-        LATENESS("lateness", "10 minutes", "Allowed lateness: the watermark trails the max event time by this much. Fixed for a checkpoint and lakehouse: a restart with another lateness is refused."),
-        WATERMARK_POLICY("watermark.policy", "spark", "How the watermark is taken over Kafka partitions: spark (the max event time over all "
-                + "partitions minus the lateness, Spark's own rule) or min-partition (the minimum over the partitions that are not idle, "
-                + "so a lagging partition's records are not late for lagging). Fixed for a checkpoint and lakehouse: a restart with another "
-                + "policy is refused."),
-        WATERMARK_IDLE_TIMEOUT("watermark.idle-timeout", "1 minute", "With watermark.policy=min-partition: a partition with no valid "
-                + "record for this long (Spark's batch timestamps) stops holding the watermark back until it has records again. May change "
-                + "between runs, not while a batch is pending replay."),
-        CLOCK_SKEW("clock-skew", "5 minutes", "How far event_ts may be ahead of the Kafka record timestamp before the record is invalid. May change between runs (applies to records read from then on), not while a batch is pending replay."),
-        MAX_EVENT_AGE("max-event-age", "365 days", "How far event_ts may be behind the Kafka record timestamp before the record is invalid "
-                + "(PAST_EVENT_TIME): catches epoch-zero and year-1 clocks; at most 36500 days. Late records younger than this are kept. "
-                + "May change between runs (applies to records read from then on), not while a batch is pending replay."),
-        MAX_MESSAGE_BYTES("max-message-bytes", "65536", "Messages larger than this go to dead_letter as OVERSIZED. May change between runs (applies to records read from then on), not while a batch is pending replay."),
-        TRIGGER("stream.trigger", "10 seconds", "Micro-batch trigger interval; 0 runs micro-batches back to back."),
-        STARTING_OFFSETS("stream.starting-offsets", "earliest", "Where a new checkpoint starts reading: earliest, latest or Spark's JSON offsets."),
-        MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", "500000", "Backpressure: at most this many Kafka records per micro-batch (0 = unlimited)."),
-        LEASE_TIMEOUT("stream.lease-timeout", "60 seconds", "One stream per lakehouse and checkpoint: a running stream renews its lease "
-                + "4 times per timeout; another start is refused while the lease lives. A stream that died on this host is taken over at once, "
-                + "one on another host once its lease is this old."),
-        FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", "true", "Stop with a clear message when Kafka offsets the stream had not read yet are gone (retention, deleteRecords, topic deleted and recreated); false = continue past the gap and record it in stream_gaps."),
-        METRICS_PORT("metrics.port", "9464", "Port of the running stream's Prometheus endpoint (GET /metrics); 0 = no endpoint. "
-                + "A port in use stops the start with a clear message, before any batch."),
-        METRICS_HOST("metrics.host", "127.0.0.1", "Address the metrics endpoint binds to: loopback by default; 0.0.0.0 for a Prometheus on another host."),
-        SPARK_MASTER("spark.master", "local[2]", "Spark master used when the launcher starts Spark itself (spark-submit passes its own)."),
-        SHUFFLE_PARTITIONS("spark.shuffle-partitions", "2", "spark.sql.shuffle.partitions for both jobs."),
-        RECONCILE_RECENT_DAYS("reconcile.recent-days", "3", "Closed days reconciled by default."),
-        VACUUM_RETENTION("maintain.vacuum-retention", "7 days", "tidemark maintain vacuums files no table version of the last this long "
-                + "needs. Below 7 days (Delta's safety minimum) only with --force: a stream replaying a batch, a reconcile or a query "
-                + "on an older version may still read them."),
-        RETENTION_RAW_DAYS("retention.raw-days", "0", "tidemark maintain deletes raw_events days this many days or more before the last "
-                + "closed day, once reconciled and not dirty; 0 = keep every day. Such a day can no longer be reconciled (see expired_days)."),
-        RETENTION_LATE_DAYS("retention.late-days", "0", "The same for late_events (reconciled, not dirty days only); 0 = keep every day."),
-        RETENTION_DEAD_LETTER_DAYS("retention.dead-letter-days", "0", "The same for dead_letter, by arrival_date (closed days only); 0 = keep every day."),
-        RETENTION_KPI_DAYS("retention.kpi-days", "0", "The same for kpi_5m, only for days whose raw_events are already deleted (else reconcile "
-                + "would rebuild them): needs retention.raw-days, and at least as many days; 0 = keep every day."),
-        CATALOG_METASTORE("catalog.metastore", "", "Hive metastore that tidemark catalog register writes the tables and views to: "
-                + "a local directory (an embedded Derby metastore, <dir>/metastore_db, for one machine) or thrift://host:port (a shared "
-                + "metastore; several comma-separated); empty = Spark's own configuration (hive-site.xml, spark-defaults). The jobs "
-                + "never use it: they keep a catalog per session.");
+        KAFKA_BOOTSTRAP("kafka.bootstrap-servers", Type.TEXT, "127.0.0.1:9092", Scope.RUN, "Kafka bootstrap servers"),
+        TOPIC("topic", Type.TEXT, "network-events", Scope.QUERY, "the topic events arrive on"),
+        LAKEHOUSE("lakehouse", Type.TEXT, "./data/lakehouse", Scope.RUN, "root of the Delta tables (any Hadoop-compatible path)"),
+        CHECKPOINT("stream.checkpoint", Type.TEXT, "./data/checkpoints/stream", Scope.RUN, "checkpoint of the streaming query"),
+        WINDOW("window", Type.DURATION, "5 minutes", Scope.QUERY, "KPI window (tumbling); must divide a day evenly"),
+        LATENESS("lateness", Type.DURATION_OR_ZERO, "10 minutes", Scope.QUERY,
+                "allowed lateness: the watermark trails the newest event time by this much"),
+        WATERMARK_POLICY("watermark.policy", Type.WATERMARK_POLICY, "spark", Scope.QUERY, "how the watermark is taken over Kafka "
+                + "partitions: `spark` (the newest event time over all partitions minus `lateness`, Spark's rule) or `min-partition` "
+                + "(the oldest of the partitions' newest event times, over the partitions that are not idle, minus `lateness`) "
+                + "([guarantees.md](guarantees.md#opt-in-the-watermark-of-the-slowest-partition))"),
+        WATERMARK_IDLE_TIMEOUT("watermark.idle-timeout", Type.DURATION, "1 minute", Scope.REPLAY, "with `min-partition`: a partition "
+                + "whose last valid record came in a batch that started this long before the current one stops holding the watermark "
+                + "back until it has records again; measured on Spark's batch timestamps (processing time)"),
+        CLOCK_SKEW("clock-skew", Type.DURATION_OR_ZERO, "5 minutes", Scope.REPLAY,
+                "how far `event_ts` may be ahead of the Kafka record timestamp before the record is invalid"),
+        MAX_EVENT_AGE("max-event-age", Type.DURATION, "365 days", Scope.REPLAY, "how far `event_ts` may be behind the Kafka record "
+                + "timestamp before the record is invalid (`PAST_EVENT_TIME`); longer than lateness + window, at most 36500 days"),
+        MAX_MESSAGE_BYTES("max-message-bytes", Type.POSITIVE, "65536", Scope.REPLAY, "larger messages go to `dead_letter` as `OVERSIZED`"),
+        TRIGGER("stream.trigger", Type.DURATION_OR_ZERO, "10 seconds", Scope.RUN, "micro-batch interval; `0` runs micro-batches back to back"),
+        STARTING_OFFSETS("stream.starting-offsets", Type.TEXT, "earliest", Scope.RUN,
+                "where a new checkpoint starts reading: `earliest`, `latest` or Spark's JSON offsets"),
+        MAX_OFFSETS_PER_TRIGGER("stream.max-offsets-per-trigger", Type.COUNT, "500000", Scope.RUN,
+                "at most this many Kafka records per micro-batch (0 = unlimited)"),
+        LEASE_TIMEOUT("stream.lease-timeout", Type.DURATION, "60 seconds", Scope.RUN, "one stream per lakehouse and checkpoint: a "
+                + "running stream renews its lease 4 times per timeout, another start is refused while the lease lives; a stream that "
+                + "died on this host is taken over at once, one on another host once its lease is this old; at least 4 seconds"),
+        FAIL_ON_DATA_LOSS("stream.fail-on-data-loss", Type.BOOLEAN, "true", Scope.RUN, "stop when Kafka offsets the stream had not "
+                + "read are gone (retention, deleteRecords, a topic deleted and recreated); `false` continues and records the gap in "
+                + "`stream_gaps`"),
+        METRICS_PORT("metrics.port", Type.PORT, "9464", Scope.RUN, "port of the running stream's Prometheus endpoint (`GET /metrics`); "
+                + "`0` = no endpoint; a port in use stops the start, before any batch ([observability.md](observability.md))"),
+        METRICS_HOST("metrics.host", Type.TEXT, "127.0.0.1", Scope.RUN,
+                "address the endpoint binds to: loopback by default; `0.0.0.0` for a Prometheus on another host"),
+        SPARK_MASTER("spark.master", Type.TEXT, "local[2]", Scope.RUN,
+                "Spark master when the launcher starts Spark itself (`spark-submit` passes its own)"),
+        SHUFFLE_PARTITIONS("spark.shuffle-partitions", Type.POSITIVE, "2", Scope.RUN, "`spark.sql.shuffle.partitions` for both jobs"),
+        RECONCILE_RECENT_DAYS("reconcile.recent-days", Type.POSITIVE, "3", Scope.RUN, "closed days reconciled when no selection is given"),
+        VACUUM_RETENTION("maintain.vacuum-retention", Type.DURATION, "7 days", Scope.RUN, "`tidemark maintain` vacuums files no table "
+                + "version of the last this long needs; below 7 days (Delta's safety minimum) only with `--force`: a stream replaying "
+                + "a batch, a reconcile or a query on an older version may still read them"),
+        RETENTION_RAW_DAYS("retention.raw-days", Type.COUNT, "0", Scope.RUN, "`tidemark maintain` deletes `raw_events` days this many "
+                + "days or more before the last closed day, once reconciled and clean; 0 keeps every day; such a day can no longer be "
+                + "reconciled (see `expired_days`)"),
+        RETENTION_LATE_DAYS("retention.late-days", Type.COUNT, "0", Scope.RUN,
+                "the same for `late_events` (reconciled, clean days only); 0 keeps every day"),
+        RETENTION_DEAD_LETTER_DAYS("retention.dead-letter-days", Type.COUNT, "0", Scope.RUN,
+                "the same for `dead_letter`, by arrival date, closed days only; 0 keeps every day"),
+        RETENTION_KPI_DAYS("retention.kpi-days", Type.COUNT, "0", Scope.RUN, "the same for `kpi_5m`, only days whose raw events are "
+                + "gone (else reconcile would rebuild them): needs `retention.raw-days`, at least as many days; 0 keeps every day"),
+        CATALOG_METASTORE("catalog.metastore", Type.METASTORE, "", Scope.RUN, "Hive metastore `tidemark catalog` registers the tables "
+                + "and views in: a directory (embedded Derby, `<dir>/metastore_db`, for one machine) or `thrift://host:port` (several "
+                + "comma-separated); empty: Spark's own Hive configuration (`hive-site.xml`, `spark-defaults`). The jobs never use it "
+                + "([A shared catalog](tables.md#a-shared-catalog))");
 
         public final String name;
+        public final Type type;
         public final String defaultValue;
+        public final Scope scope;
+        /** What the setting means, in markdown; the scope's rule is added where it is shown. */
         public final String doc;
 
-        Key(String name, String defaultValue, String doc) {
+        Key(String name, Type type, String defaultValue, Scope scope, String doc) {
             this.name = name;
+            this.type = type;
             this.defaultValue = defaultValue;
+            this.scope = scope;
             this.doc = doc;
         }
 
         public String envVar() {
             return "TIDEMARK_" + name.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
+        }
+
+        /** The doc and the scope's rule, in markdown. */
+        public String meaning() {
+            return scope.rule.isEmpty() ? doc : doc + "; " + scope.rule;
         }
 
         static Key byName(String name) {
@@ -98,6 +165,32 @@ public final class TidemarkConfig {
                 }
             }
             return null;
+        }
+    }
+
+    /** watermark.policy: how the event clock that the watermark trails is taken over Kafka partitions. */
+    public enum WatermarkPolicy {
+        /** The max over all partitions: Spark's rule. A lagging partition's records can be late in bulk. */
+        SPARK("spark"),
+        /** The min over the partitions that are not idle: no record is late for coming from a slower partition. */
+        MIN_PARTITION("min-partition");
+
+        /** The setting's value. */
+        public final String setting;
+
+        WatermarkPolicy(String setting) {
+            this.setting = setting;
+        }
+
+        /** The policy a setting names (case and surrounding blanks aside). */
+        public static WatermarkPolicy of(String setting) {
+            String v = setting.trim().toLowerCase(Locale.ROOT);
+            for (WatermarkPolicy p : values()) {
+                if (p.setting.equals(v)) {
+                    return p;
+                }
+            }
+            throw new IllegalArgumentException("watermark.policy must be spark or min-partition; got '" + setting + "'");
         }
     }
 
@@ -228,19 +321,7 @@ public final class TidemarkConfig {
 
     private void validate() {
         for (Key k : Key.values()) {
-            switch (k) {
-                case WINDOW, LATENESS, CLOCK_SKEW, TRIGGER, MAX_EVENT_AGE, LEASE_TIMEOUT, VACUUM_RETENTION, WATERMARK_IDLE_TIMEOUT -> duration(k);
-                case WATERMARK_POLICY -> watermarkPolicy();
-                case MAX_MESSAGE_BYTES, MAX_OFFSETS_PER_TRIGGER, SHUFFLE_PARTITIONS, RECONCILE_RECENT_DAYS -> positiveLong(k, k == Key.MAX_OFFSETS_PER_TRIGGER);
-                case METRICS_PORT -> metricsPort();
-                case FAIL_ON_DATA_LOSS -> bool(k);
-                case CATALOG_METASTORE -> metastore();
-                default -> {
-                    if (get(k).isBlank()) {
-                        throw new IllegalArgumentException(k.name + " must not be empty");
-                    }
-                }
-            }
+            canonical(k);
         }
         Duration w = window();
         if (Duration.ofDays(1).toMillis() % w.toMillis() != 0) {
@@ -272,6 +353,30 @@ public final class TidemarkConfig {
         return values.get(key);
     }
 
+    /**
+     * The value of {@code k} checked against its type and written in its canonical form: durations
+     * in ISO-8601 (so "5 minutes" and "5m" agree), numbers plain, the policy by its name, text as given.
+     */
+    public String canonical(Key k) {
+        return switch (k.type) {
+            case TEXT -> {
+                if (get(k).isBlank()) {
+                    throw new IllegalArgumentException(k.name + " must not be empty");
+                }
+                yield get(k);
+            }
+            case METASTORE -> {
+                metastore();
+                yield get(k).trim();
+            }
+            case DURATION, DURATION_OR_ZERO -> duration(k).toString();
+            case COUNT, POSITIVE -> Long.toString(count(k));
+            case PORT -> Integer.toString(metricsPort());
+            case BOOLEAN -> Boolean.toString(bool(k));
+            case WATERMARK_POLICY -> watermarkPolicy().setting;
+        };
+    }
+
     public Map<String, String> kafkaOptions() {
         return kafkaOptions;
     }
@@ -291,20 +396,13 @@ public final class TidemarkConfig {
     public Duration lateness() { return duration(Key.LATENESS); }
     public Duration clockSkew() { return duration(Key.CLOCK_SKEW); }
     public Duration watermarkIdleTimeout() { return duration(Key.WATERMARK_IDLE_TIMEOUT); }
-    /** The canonical name of watermark.policy: spark or min-partition. */
-    public String watermarkPolicy() {
-        String v = get(Key.WATERMARK_POLICY).trim().toLowerCase(Locale.ROOT);
-        if (!v.equals("spark") && !v.equals("min-partition")) {
-            throw new IllegalArgumentException("watermark.policy must be spark or min-partition; got '" + get(Key.WATERMARK_POLICY) + "'");
-        }
-        return v;
-    }
+    public WatermarkPolicy watermarkPolicy() { return WatermarkPolicy.of(get(Key.WATERMARK_POLICY)); }
     public Duration maxEventAge() { return duration(Key.MAX_EVENT_AGE); }
     public Duration trigger() { return duration(Key.TRIGGER); }
     public Duration leaseTimeout() { return duration(Key.LEASE_TIMEOUT); }
     public Duration vacuumRetention() { return duration(Key.VACUUM_RETENTION); }
-    public int maxMessageBytes() { return (int) positiveLong(Key.MAX_MESSAGE_BYTES, false); }
-    public long maxOffsetsPerTrigger() { return positiveLong(Key.MAX_OFFSETS_PER_TRIGGER, true); }
+    public int maxMessageBytes() { return (int) count(Key.MAX_MESSAGE_BYTES); }
+    public long maxOffsetsPerTrigger() { return count(Key.MAX_OFFSETS_PER_TRIGGER); }
     public String startingOffsets() { return get(Key.STARTING_OFFSETS); }
     public boolean failOnDataLoss() { return bool(Key.FAIL_ON_DATA_LOSS); }
     public String sparkMaster() { return get(Key.SPARK_MASTER); }
@@ -360,14 +458,14 @@ public final class TidemarkConfig {
 
     /** The metrics endpoint's port; 0 = none. */
     public int metricsPort() {
-        long p = positiveLong(Key.METRICS_PORT, true);
+        long p = count(Key.METRICS_PORT);
         if (p > 65_535) {
             throw new IllegalArgumentException("setting " + Key.METRICS_PORT.name + " = " + p + " is not a port (0-65535; 0 = no endpoint)");
         }
         return (int) p;
     }
-    public int shufflePartitions() { return (int) positiveLong(Key.SHUFFLE_PARTITIONS, false); }
-    public int reconcileRecentDays() { return (int) positiveLong(Key.RECONCILE_RECENT_DAYS, false); }
+    public int shufflePartitions() { return (int) count(Key.SHUFFLE_PARTITIONS); }
+    public int reconcileRecentDays() { return (int) count(Key.RECONCILE_RECENT_DAYS); }
 
     /** Days of a table that {@code tidemark maintain} keeps before the last closed day; 0 = every day. */
     public int retentionDays(Lakehouse.Table table) {
@@ -378,7 +476,7 @@ public final class TidemarkConfig {
             case KPI_5M -> Key.RETENTION_KPI_DAYS;
             default -> null;
         };
-        return k == null ? 0 : (int) Math.min(36_500, positiveLong(k, true));
+        return k == null ? 0 : (int) Math.min(36_500, count(k));
     }
 
     private static final Pattern HUMAN_DURATION = Pattern.compile(
@@ -409,7 +507,7 @@ public final class TidemarkConfig {
     private Duration duration(Key k) {
         try {
             Duration d = parseDuration(get(k));
-            if (d.isNegative() || (d.isZero() && k != Key.LATENESS && k != Key.CLOCK_SKEW && k != Key.TRIGGER)) {
+            if (d.isNegative() || (d.isZero() && k.type != Type.DURATION_OR_ZERO)) {
                 throw new IllegalArgumentException("must be positive");
             }
             return d;
@@ -418,7 +516,9 @@ public final class TidemarkConfig {
         }
     }
 
-    private long positiveLong(Key k, boolean zeroAllowed) {
+    /** A whole-number setting: at least 0 ({@link Type#COUNT}, {@link Type#PORT}) or 1 ({@link Type#POSITIVE}). */
+    private long count(Key k) {
+        boolean zeroAllowed = k.type != Type.POSITIVE;
         long v;
         try {
             v = Long.parseLong(get(k).trim());
@@ -439,14 +539,32 @@ public final class TidemarkConfig {
         return Boolean.parseBoolean(v);
     }
 
-    /** Human-readable listing of every key, its default and doc, for {@code --help}. */
+    /** Every key, its default and meaning, for {@code --help}: the declarations of {@link Key}, plain text. */
     public static String describeKeys() {
         StringBuilder sb = new StringBuilder();
         for (Key k : Key.values()) {
-            sb.append(String.format("  %-32s %-22s %s%n", k.name, k.defaultValue, k.doc));
+            sb.append(String.format("  %-32s %-22s %s%n", k.name, k.defaultValue, plain(k.meaning())));
         }
-        sb.append(String.format("  %-32s %-22s %s%n", KAFKA_OPTION_PREFIX + "<name>", "", "passed to the Kafka clients (e.g. security.protocol)"));
+        sb.append(String.format("  %-32s %-22s %s%n", KAFKA_OPTION_PREFIX + "<name>", "", plain(KAFKA_OPTION_DOC)));
         return sb.toString();
+    }
+
+    /** The settings table of docs/commands.md: the declarations of {@link Key} (a test holds the two equal). */
+    public static String markdownTable() {
+        StringBuilder sb = new StringBuilder("| key | default | kind | meaning |\n|---|---|---|---|\n");
+        for (Key k : Key.values()) {
+            sb.append("| `").append(k.name).append("` | ").append(k.defaultValue.isEmpty() ? "(empty)" : "`" + k.defaultValue + "`")
+                    .append(" | ").append(k.type.kind).append(" | ").append(k.meaning()).append(" |\n");
+        }
+        sb.append("| `").append(KAFKA_OPTION_PREFIX).append("<name>` | | | ").append(KAFKA_OPTION_DOC).append(" |\n");
+        return sb.toString();
+    }
+
+    private static final String KAFKA_OPTION_DOC = "passed to the Kafka clients unchanged, e.g. `kafka.option.security.protocol=SSL`";
+
+    /** Markdown as plain text: links keep their text, code loses its backticks. */
+    private static String plain(String markdown) {
+        return markdown.replaceAll("\\[([^\\]]*)\\]\\([^)]*\\)", "$1").replace("`", "");
     }
 
     @Override

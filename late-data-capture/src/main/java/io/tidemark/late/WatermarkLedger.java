@@ -4,6 +4,7 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
 
+import io.tidemark.lakehouse.TidemarkConfig.WatermarkPolicy;
 import io.tidemark.lakehouse.PartitionClock;
 
 /**
@@ -18,9 +19,9 @@ import io.tidemark.lakehouse.PartitionClock;
  * <p>Writing the threshold of batch N+1 out: {@code T(N+1) = max(T(N), E(N-1))} where {@code E(k)}
  * is the policy's event clock over batches 0..k:
  * <ul>
- *   <li>{@link Policy#SPARK}: the max valid event time over every partition, minus the lateness
+ *   <li>{@link WatermarkPolicy#SPARK}: the max valid event time over every partition, minus the lateness
  *       (Spark's own rule, unchanged);</li>
- *   <li>{@link Policy#MIN_PARTITION}: the minimum, over the Kafka partitions that are not idle, of
+ *   <li>{@link WatermarkPolicy#MIN_PARTITION}: the minimum, over the Kafka partitions that are not idle, of
  *       each partition's max valid event time, minus the lateness. A partition is idle for
  *       {@code T(N+1)} when batch N started (Spark's batch timestamp) at least the idle timeout after
  *       the start of the last batch that gave it a valid record. When every partition is idle the
@@ -33,29 +34,6 @@ import io.tidemark.lakehouse.PartitionClock;
  * point. The threshold never decreases.
  */
 public final class WatermarkLedger {
-
-    /** How the event clock that the watermark trails is taken over Kafka partitions. */
-    public enum Policy {
-        /** The max over all partitions: Spark's rule. A lagging partition's records can be late in bulk. */
-        SPARK("spark"),
-        /** The min over the partitions that are not idle: no record is late for coming from a slower partition. */
-        MIN_PARTITION("min-partition");
-
-        public final String setting;
-
-        Policy(String setting) {
-            this.setting = setting;
-        }
-
-        public static Policy of(String setting) {
-            for (Policy p : values()) {
-                if (p.setting.equals(setting)) {
-                    return p;
-                }
-            }
-            throw new IllegalArgumentException("watermark.policy must be spark or min-partition; got '" + setting + "'");
-        }
-    }
 
     /**
      * What the ledger knows before a batch runs.
@@ -81,12 +59,12 @@ public final class WatermarkLedger {
         }
     }
 
-    private final Policy policy;
+    private final WatermarkPolicy policy;
     private final long latenessMs;
     private final long idleTimeoutMs;
     private Position next;
 
-    private WatermarkLedger(Policy policy, long latenessMs, long idleTimeoutMs, Position next) {
+    private WatermarkLedger(WatermarkPolicy policy, long latenessMs, long idleTimeoutMs, Position next) {
         if (latenessMs < 0) {
             throw new IllegalArgumentException("lateness must be >= 0 ms, got " + latenessMs);
         }
@@ -100,12 +78,12 @@ public final class WatermarkLedger {
     }
 
     /** A new query: batch 0, watermark 0 (the epoch), as in Spark. */
-    public static WatermarkLedger fresh(Policy policy, long latenessMs, long idleTimeoutMs) {
+    public static WatermarkLedger fresh(WatermarkPolicy policy, long latenessMs, long idleTimeoutMs) {
         return new WatermarkLedger(policy, latenessMs, idleTimeoutMs, new Position(0, 0L, null, Map.of()));
     }
 
     /** Resumes after a persisted batch: the next batch is {@code previous.batchId + 1}. */
-    public static WatermarkLedger resumeAfter(Entry previous, Policy policy, long latenessMs, long idleTimeoutMs) {
+    public static WatermarkLedger resumeAfter(Entry previous, WatermarkPolicy policy, long latenessMs, long idleTimeoutMs) {
         return new WatermarkLedger(policy, latenessMs, idleTimeoutMs,
                 new Position(previous.batchId() + 1, previous.nextWatermarkMs(), previous.maxEventSeenMs(), previous.partitions()));
     }
@@ -115,7 +93,7 @@ public final class WatermarkLedger {
         return next;
     }
 
-    public Policy policy() {
+    public WatermarkPolicy policy() {
         return policy;
     }
 
@@ -131,7 +109,7 @@ public final class WatermarkLedger {
         Long seenBefore = next.maxEventSeenBeforeMs();
         Long batchMax = batchMaxEventMsByPartition.values().stream().max(Long::compare).orElse(null);
         Long seen = max(seenBefore, batchMax);
-        Long clock = policy == Policy.SPARK ? seenBefore : minOverActive(next.partitionsBefore(), batchTimeMs, seenBefore);
+        Long clock = policy == WatermarkPolicy.SPARK ? seenBefore : minOverActive(next.partitionsBefore(), batchTimeMs, seenBefore);
         long nextWatermark = clock == null ? next.watermarkMs() : Math.max(next.watermarkMs(), clock - latenessMs);
         Map<Integer, PartitionClock> partitions = new TreeMap<>(next.partitionsBefore());
         batchMaxEventMsByPartition.forEach((p, ms) -> partitions.merge(p, new PartitionClock(ms, batchTimeMs),

@@ -9,7 +9,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.PartitionClock;
-import io.tidemark.late.WatermarkLedger.Policy;
+import io.tidemark.lakehouse.TidemarkConfig.WatermarkPolicy;
 
 class WatermarkLedgerTest {
     private static final long L = 600_000; // 10 minutes
@@ -17,11 +17,11 @@ class WatermarkLedgerTest {
     private static final long TICK = 10_000; // batches 10 s apart
 
     private static WatermarkLedger spark() {
-        return WatermarkLedger.fresh(Policy.SPARK, L, IDLE);
+        return WatermarkLedger.fresh(WatermarkPolicy.SPARK, L, IDLE);
     }
 
     private static WatermarkLedger minPartition() {
-        return WatermarkLedger.fresh(Policy.MIN_PARTITION, L, IDLE);
+        return WatermarkLedger.fresh(WatermarkPolicy.MIN_PARTITION, L, IDLE);
     }
 
     /** One partition (0) with this batch's max, batches TICK apart. */
@@ -68,7 +68,7 @@ class WatermarkLedgerTest {
 
     @Test
     void resumingFromAPersistedEntryGivesTheSameDecisions() {
-        for (Policy policy : Policy.values()) {
+        for (WatermarkPolicy policy : WatermarkPolicy.values()) {
             WatermarkLedger a = WatermarkLedger.fresh(policy, L, IDLE);
             two(a, 0, 2_000_000L, 1_000_000L);
             WatermarkLedger.Entry e1 = two(a, 1, 3_000_000L, null);
@@ -133,8 +133,8 @@ class WatermarkLedgerTest {
 
     @Test
     void policiesByTheirSettingNames() {
-        assertThat(Policy.of("spark")).isEqualTo(Policy.SPARK);
-        assertThat(Policy.of("min-partition")).isEqualTo(Policy.MIN_PARTITION);
-        assertThatThrownBy(() -> Policy.of("min")).hasMessage("watermark.policy must be spark or min-partition; got 'min'");
+        assertThat(WatermarkPolicy.of("spark")).isEqualTo(WatermarkPolicy.SPARK);
+        assertThat(WatermarkPolicy.of("min-partition")).isEqualTo(WatermarkPolicy.MIN_PARTITION);
+        assertThatThrownBy(() -> WatermarkPolicy.of("min")).hasMessage("watermark.policy must be spark or min-partition; got 'min'");
     }
 }

@@ -541,8 +541,8 @@ final class DemoCommand extends TidemarkCommand {
                 say("reconcile    %s replaced by the truth (source = batch): %s windows, %s changed; records %s -> %s (%s late folded in); "
                                 + "volume stream %s GB vs truth %s GB, drift %s GB (%s)",
                         d.day(), Formats.count(d.windows()), Formats.count(d.windowsChanged()), Formats.count(d.streamRecords()),
-                        Formats.count(d.batchRecords()), Formats.count(d.lateRecords()), gb(d.streamGb()), gb(d.batchGb()),
-                        signedGb(d.gbDrift()), percent(d.gbDriftRel()));
+                        Formats.count(d.batchRecords()), Formats.count(d.lateRecords()), ReconcileResult.gb(d.streamGb()), ReconcileResult.gb(d.batchGb()),
+                        ReconcileResult.signedGb(d.gbDrift()), ReconcileResult.percent(d.gbDriftRel()));
             }
             say("             run %s; details: ./tidemark sql --set lakehouse=%s \"SELECT * FROM reconcile_report WHERE row_kind = 'summary'\"",
                     reconciled.runId(), show(Path.of(lakehouse.root())));
@@ -663,7 +663,7 @@ final class DemoCommand extends TidemarkCommand {
 
     static Map<LocalDate, LateOfDay> lateByDay(SparkSession spark, Lakehouse lakehouse) {
         Map<LocalDate, LateOfDay> out = new TreeMap<>();
-        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.LATE_EVENTS)).groupBy(col("event_date"))
+        for (Row r : lakehouse.read(spark, Table.LATE_EVENTS).groupBy(col("event_date"))
                 .agg(count(lit(1)), count_if(Watermark.closesDay(col("watermark"), col("event_date")))).collectAsList()) {
             out.put(r.getDate(0).toLocalDate(), new LateOfDay(r.getLong(1), r.getLong(2)));
         }
@@ -704,26 +704,13 @@ final class DemoCommand extends TidemarkCommand {
                 ? d.day() + " needed no change (" + Formats.count(d.lateRecords()) + " late records)"
                 : String.format(Locale.ROOT, "%s changed in %s of %s windows (%s late records folded in), volume drift %s (stream %s GB, truth %s GB)",
                         d.day(), Formats.count(d.windowsChanged()), Formats.count(d.windows()), Formats.count(d.lateRecords()),
-                        percent(d.gbDriftRel()), gb(d.streamGb()), gb(d.batchGb()))).toList();
+                        ReconcileResult.percent(d.gbDriftRel()), ReconcileResult.gb(d.streamGb()), ReconcileResult.gb(d.batchGb()))).toList();
         if (outcomes.size() <= 2) {
             outcomes.forEach(o -> lines.add("  " + o));
         } else {
             lines.add("  " + String.join("; ", outcomes));
         }
         return lines;
-    }
-
-    static String gb(java.math.BigDecimal v) {
-        return v.setScale(3, java.math.RoundingMode.HALF_EVEN).toPlainString();
-    }
-
-    static String signedGb(java.math.BigDecimal v) {
-        return (v.signum() > 0 ? "+" : "") + gb(v);
-    }
-
-    /** A relative drift as a signed percentage; "n/a" when the truth is zero. */
-    static String percent(Double rel) {
-        return rel == null ? "n/a" : String.format(Locale.ROOT, "%+.2f%%", rel * 100);
     }
 
     /** A path as the user would type it: relative to the working directory when under it. */

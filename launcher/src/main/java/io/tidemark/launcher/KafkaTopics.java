@@ -12,12 +12,12 @@ import java.util.concurrent.TimeoutException;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+
+import io.tidemark.broker.Topics;
 
 /** The few Kafka admin questions the launcher asks: does the topic exist, where do its partitions end. */
 final class KafkaTopics implements AutoCloseable {
@@ -68,18 +68,7 @@ final class KafkaTopics implements AutoCloseable {
 
     /** Creates the topic (replication 1) unless it exists. @return true if created */
     boolean create(String topic, int partitions) {
-        try {
-            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all()
-                    .get(timeout.toMillis() + 1000, TimeUnit.MILLISECONDS);
-            return true;
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof TopicExistsException) {
-                return false;
-            }
-            throw unavailable("create topic " + topic, e.getCause());
-        } catch (TimeoutException | InterruptedException e) {
-            throw unavailable("create topic " + topic, e);
-        }
+        return Topics.createIfAbsent(admin, topic, partitions, timeout.plusSeconds(1), this::unavailable);
     }
 
     /** Offset of the next record to be written, per partition (sorted); empty if the topic does not exist. */

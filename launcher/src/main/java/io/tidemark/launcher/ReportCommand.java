@@ -6,6 +6,7 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.operations.HealthFigures;
 import io.tidemark.operations.HealthReport;
 import io.tidemark.lakehouse.RequestRefusedException;
 import picocli.CommandLine.Command;
@@ -36,7 +37,7 @@ final class ReportCommand extends TidemarkCommand {
         TidemarkConfig config = config();
         SparkSession spark = spark(config, "tidemark-report");
         try {
-            HealthReport.Figures f = HealthReport.write(spark, Lakehouse.of(config), n, out);
+            HealthFigures f = HealthReport.write(spark, Lakehouse.of(config), n, out);
             say("report: %s (%d days, %d invalid reasons, %d time points)", out.toAbsolutePath(), f.days().size(), f.invalid().size(),
                     f.timeline().size());
         } catch (RequestRefusedException e) {

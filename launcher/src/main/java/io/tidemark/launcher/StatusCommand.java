@@ -25,6 +25,7 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.operations.Maintenance;
+import io.tidemark.operations.TableState;
 import io.tidemark.stream.StreamCheckpoint;
 import io.tidemark.operations.LakehouseFigures;
 import picocli.CommandLine.Command;
@@ -118,7 +119,7 @@ final class StatusCommand extends TidemarkCommand {
 
     /** Everything status reports, gathered once. */
     record Facts(Instant at, String lakehouse, TidemarkConfig config, Optional<StreamCheckpoint.Committed> committed, Kafka kafka, Lag lag,
-                 LakehouseFigures figures, Gaps gaps, List<Maintenance.TableState> tables, Health health) {
+                 LakehouseFigures figures, Gaps gaps, List<TableState> tables, Health health) {
     }
 
     @Override
@@ -153,7 +154,7 @@ final class StatusCommand extends TidemarkCommand {
         }
         LakehouseFigures figures = null;
         Gaps gaps = null;
-        List<Maintenance.TableState> tables = List.of();
+        List<TableState> tables = List.of();
         if (LakehouseFigures.progressTableExists(lakehouse)) {
             SparkSession spark = spark(config, "tidemark-status");
             try {
@@ -204,11 +205,11 @@ final class StatusCommand extends TidemarkCommand {
         return new Health("healthy", Tidemark.OK, "last batch " + Formats.duration(age) + " ago");
     }
 
-    private static List<Maintenance.TableState> tables(SparkSession spark, Lakehouse lakehouse, LakehouseFigures f) {
-        List<Maintenance.TableState> out = new ArrayList<>();
+    private static List<TableState> tables(SparkSession spark, Lakehouse lakehouse, LakehouseFigures f) {
+        List<TableState> out = new ArrayList<>();
         for (Lakehouse.Table t : Lakehouse.Table.values()) {
-            if (io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t))) {
-                out.add(Maintenance.state(spark, lakehouse, t, f.closed()));
+            if (lakehouse.exists(spark, t)) {
+                out.add(TableState.of(spark, lakehouse, t, f.closed()));
             }
         }
         return out;
@@ -219,12 +220,12 @@ final class StatusCommand extends TidemarkCommand {
         if (!path.contains("://") && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
             return new Gaps(0, 0, 0, null);
         }
-        Row totals = spark.read().format("delta").load(path)
+        Row totals = lakehouse.read(spark, Lakehouse.Table.STREAM_GAPS)
                 .selectExpr("count(*)", "coalesce(sum(lost_records), 0)", "count_if(lost_records IS NULL)").first();
         if (totals.getLong(0) == 0) {
             return new Gaps(0, 0, 0, null);
         }
-        Row last = spark.read().format("delta").load(path)
+        Row last = lakehouse.read(spark, Lakehouse.Table.STREAM_GAPS)
                 .orderBy(org.apache.spark.sql.functions.col("batch_id").desc(), org.apache.spark.sql.functions.col("partition").desc())
                 .select("batch_id", "topic", "partition", "expected_offset", "resumed_offset", "kind").first();
         return new Gaps(totals.getLong(0), totals.getLong(1), totals.getLong(2), last);
@@ -275,7 +276,7 @@ final class StatusCommand extends TidemarkCommand {
             say("dirty days  %d: %s%s; reconcile them to fold the late records in", dirty.size(), dirty.size() > 8 ? "... " : "", j);
         }
         printGaps(x.gaps());
-        for (Maintenance.TableState s : x.tables()) {
+        for (TableState s : x.tables()) {
             say("table       %-16s %s files, %s bytes, %s commits since the last log checkpoint%s", s.table().tableName(), Formats.count(s.files()),
                     Formats.count(s.bytes()), Formats.count(s.commitsSinceCheckpoint()),
                     s.oldestUncompacted().map(d -> "; closed days not compacted since " + d + " (tidemark maintain)").orElse(""));
@@ -447,7 +448,7 @@ final class StatusCommand extends TidemarkCommand {
         gaps.put("lost_records", x.gaps().lostRecords());
         gaps.put("unknown_size", x.gaps().unknownSize());
         ArrayNode tables = doc.putArray("tables");
-        for (Maintenance.TableState s : x.tables()) {
+        for (TableState s : x.tables()) {
             tables.addObject().put("name", s.table().tableName()).put("files", s.files()).put("bytes", s.bytes())
                     .put("commits_since_checkpoint", s.commitsSinceCheckpoint())
                     .put("oldest_uncompacted_day", s.oldestUncompacted().map(LocalDate::toString).orElse(null));

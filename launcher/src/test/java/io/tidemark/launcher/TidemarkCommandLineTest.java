@@ -133,6 +133,11 @@ class TidemarkCommandLineTest {
         for (TidemarkConfig.Key k : TidemarkConfig.Key.values()) {
             assertThat(docs).as("docs/commands.md lists %s", k.name).contains("| `" + k.name + "` |");
         }
+        String start = "<!-- settings: generated from TidemarkConfig.Key; a test keeps them equal -->\n";
+        assertThat(docs).contains(start, "<!-- /settings -->");
+        String table = docs.substring(docs.indexOf(start) + start.length(), docs.indexOf("<!-- /settings -->"));
+        assertThat(table).as("the settings table of docs/commands.md, from TidemarkConfig.markdownTable()")
+                .isEqualTo(TidemarkConfig.markdownTable());
     }
 
     @Test

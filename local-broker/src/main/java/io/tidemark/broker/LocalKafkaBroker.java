@@ -27,10 +27,8 @@ import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 /**
@@ -196,18 +194,8 @@ public final class LocalKafkaBroker implements AutoCloseable {
    * @return true if created, false if it already existed (its partition count is left as is)
    */
   public boolean createTopic(String name, int partitions) {
-    boolean created;
-    try {
-      admin().createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get(30, TimeUnit.SECONDS);
-      created = true;
-    } catch (ExecutionException e) {
-      if (!(e.getCause() instanceof TopicExistsException)) {
-        throw adminFailure("create topic " + name, e.getCause());
-      }
-      created = false;
-    } catch (TimeoutException | InterruptedException e) {
-      throw adminFailure("create topic " + name, e);
-    }
+    boolean created =
+        Topics.createIfAbsent(admin(), name, partitions, Duration.ofSeconds(30), this::adminFailure);
     awaitLeaders(name);
     return created;
   }

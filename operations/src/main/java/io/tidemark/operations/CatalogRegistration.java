@@ -223,7 +223,7 @@ public final class CatalogRegistration {
         // 1. Refuse before changing anything.
         boolean anyTable = false;
         for (Lakehouse.Table t : Lakehouse.Table.values()) {
-            anyTable |= io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t));
+            anyTable |= lakehouse.exists(spark, t);
         }
         if (!anyTable) {
             throw new Refused("no Tidemark table at " + lakehouse.root() + ": is the lakehouse setting right? (a stream, reconcile or "
@@ -416,14 +416,12 @@ public final class CatalogRegistration {
         JobMain.Arguments a = JobMain.parseOrExit(COMMAND_LINE, args);
         String action = a.word().orElse("register");
         TidemarkConfig config = a.config();
-        try {
+        JobMain.orRefuse(COMMAND_LINE.command(), () -> {
             if (a.has("--replace") && !action.equals("register")) {
                 throw new IllegalArgumentException("--replace goes with register only");
             }
-            config.metastore();
-        } catch (IllegalArgumentException e) {
-            throw JobMain.exit(COMMAND_LINE.command(), ExitCode.BAD_INPUT, e.getMessage());
-        }
+            return config.metastore();
+        });
         ExitCode status = ExitCode.OK;
         String message = null;
         SparkSession spark = null;

@@ -50,10 +50,10 @@ public final class ConservationCheck {
      *     null to take raw_events + dead_letter as given and check the rest
      */
     public static Report check(SparkSession spark, Lakehouse lakehouse, Duration window, Long consumedRecords) {
-        Dataset<Row> raw = spark.read().format("delta").load(lakehouse.path(Table.RAW_EVENTS));
-        Dataset<Row> dead = spark.read().format("delta").load(lakehouse.path(Table.DEAD_LETTER));
-        Dataset<Row> lateEvents = spark.read().format("delta").load(lakehouse.path(Table.LATE_EVENTS));
-        Dataset<Row> kpi = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M));
+        Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS);
+        Dataset<Row> dead = lakehouse.read(spark, Table.DEAD_LETTER);
+        Dataset<Row> lateEvents = lakehouse.read(spark, Table.LATE_EVENTS);
+        Dataset<Row> kpi = lakehouse.read(spark, Table.KPI_5M);
         raw.createOrReplaceTempView("cc_raw");
         dead.createOrReplaceTempView("cc_dead");
         lateEvents.createOrReplaceTempView("cc_late");

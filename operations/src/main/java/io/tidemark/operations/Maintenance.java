@@ -66,10 +66,9 @@ public final class Maintenance {
     static final List<Table> WHOLE = List.of(Table.STREAM_PROGRESS);
     /** Delta's default safety minimum for vacuum. */
     public static final Duration SAFE_RETENTION = Duration.ofDays(7);
-    private static final int DAYS_PER_COMMIT = 31;
+    static final int DAYS_PER_COMMIT = 31;
     /** What an operator does when a compaction or a retention delete gave up to concurrent writers. */
     private static final String RUN_AGAIN_COMPACTS = "run maintain again when the stream or reconcile writes less (it compacts what is left)";
-    private static final String RUN_AGAIN_EXPIRES = "run maintain again (it deletes the expired days still there)";
 
     /**
      * @param vacuumRetention null: no vacuum
@@ -127,7 +126,7 @@ public final class Maintenance {
         ClosedDays closed = exists(Table.STREAM_PROGRESS) ? ClosedDays.load(spark, lakehouse) : ClosedDays.none();
         out.println("maintain: " + closed + (options.dryRun() ? "; dry run: nothing will be written" : "") + retentionSummary());
         Retention retention = ORDER.stream().anyMatch(t -> config.retentionDays(t) > 0) && closed.lastClosed().isPresent()
-                ? retention(closed.lastClosed().get(), options.dryRun()) : null;
+                ? Retention.decide(spark, config, lakehouse, retry, closed.lastClosed().get(), options.dryRun()) : null;
         List<TableReport> reports = new ArrayList<>();
         for (Table t : java.util.stream.Stream.concat(ORDER.stream(), WHOLE.stream()).toList()) {
             if (!exists(t)) {
@@ -149,10 +148,10 @@ public final class Maintenance {
      */
     static void refuseUnsafeVacuum(Options options) {
         if (options.vacuumRetention() != null && options.vacuumRetention().compareTo(SAFE_RETENTION) < 0 && !options.force()) {
-            throw new RequestRefusedException("a vacuum retention of " + hours(options.vacuumRetention()) + " hours is below Delta's safety "
-                    + "minimum of " + hours(SAFE_RETENTION) + " hours: it could delete files that a running stream replaying its last batch, a "
+            throw new RequestRefusedException("a vacuum retention of " + Vacuum.hours(options.vacuumRetention()) + " hours is below Delta's safety "
+                    + "minimum of " + Vacuum.hours(SAFE_RETENTION) + " hours: it could delete files that a running stream replaying its last batch, a "
                     + "reconcile in progress or an analyst's query on an older table version still reads. Keep at least "
-                    + hours(SAFE_RETENTION) + " hours, or add --force when nothing reads or writes these tables meanwhile");
+                    + Vacuum.hours(SAFE_RETENTION) + " hours, or add --force when nothing reads or writes these tables meanwhile");
         }
     }
 
@@ -165,7 +164,7 @@ public final class Maintenance {
         long rowsExpired = 0;
         if (!toExpire.isEmpty()) {
             try {
-                rowsExpired = expire(table, day, toExpire, retention.lastClosed, options.dryRun());
+                rowsExpired = retention.expire(table, day, toExpire, options.dryRun());
             } catch (CommitFailedException e) {
                 problem = e.getMessage();
             }
@@ -185,7 +184,7 @@ public final class Maintenance {
             }
         }
         Map<LocalDate, long[]> after = options.dryRun() ? before : filesByDay(table, day);
-        long filesVacuumed = options.vacuumRetention() == null ? -1 : vacuum(table, options);
+        long filesVacuumed = options.vacuumRetention() == null ? -1 : Vacuum.run(spark, lakehouse, table, options);
         return new TableReport(table, toExpire, rowsExpired, toCompact, total(before, 0), total(after, 0), total(before, 1), total(after, 1),
                 filesVacuumed, System.currentTimeMillis() - t0, problem);
     }
@@ -203,7 +202,7 @@ public final class Maintenance {
             }
         }
         long[] after = options.dryRun() ? before : files(table);
-        long filesVacuumed = options.vacuumRetention() == null ? -1 : vacuum(table, options);
+        long filesVacuumed = options.vacuumRetention() == null ? -1 : Vacuum.run(spark, lakehouse, table, options);
         return new TableReport(table, List.of(), 0, List.of(), before[0], after[0], before[1], after[1], filesVacuumed,
                 System.currentTimeMillis() - t0, problem);
     }
@@ -220,254 +219,29 @@ public final class Maintenance {
         return kept.isEmpty() ? "; retention: every day kept" : "; retention: " + String.join(", ", kept) + " before the last closed day";
     }
 
-    /**
-     * Which days data retention may delete, decided once per run. A day goes only when it is at least
-     * {@code retention.*-days} before the last closed day (so never an open day) and, for the tables
-     * reconcile reads or writes, when it has been reconciled (all its KPI rows come from the batch
-     * layer) and is not dirty; kpi_5m's days only after their raw events are gone (else reconcile would
-     * rebuild them). A day already listed in {@code expired_days} for the table goes again: late records
-     * that arrived for it since are past retention too.
-     */
-    private final class Retention {
-        final LocalDate lastClosed;
-        final ExpiredDays expired;
-        final NavigableMap<LocalDate, DayBalance> balances;
-        final java.util.Set<LocalDate> reconciled;
-        final java.util.Set<LocalDate> rawExpiredNow = new java.util.HashSet<>();
-
-        private Retention(LocalDate lastClosed, ExpiredDays expired, NavigableMap<LocalDate, DayBalance> balances, java.util.Set<LocalDate> reconciled) {
-            this.lastClosed = lastClosed;
-            this.expired = expired;
-            this.balances = balances;
-            this.reconciled = reconciled;
-        }
-
-        List<LocalDate> expiring(Table table, java.util.Collection<LocalDate> present) {
-            int keep = config.retentionDays(table);
-            if (keep <= 0) {
-                return List.of();
-            }
-            LocalDate cutoff = lastClosed.minusDays(keep);
-            List<LocalDate> out = new ArrayList<>();
-            for (LocalDate d : new java.util.TreeSet<>(present)) {
-                if (d.isAfter(cutoff)) {
-                    break;
-                }
-                boolean again = expired.of(table).contains(d);
-                boolean eligible = switch (table) {
-                    case DEAD_LETTER -> true;
-                    case KPI_5M -> expired.isSealed(d) || rawExpiredNow.contains(d);
-                    default -> again || expired.isSealed(d) || (reconciled.contains(d) && !(balances.containsKey(d) && balances.get(d).isDirty()));
-                };
-                if (eligible) {
-                    out.add(d);
-                }
-            }
-            if (table == Table.RAW_EVENTS) {
-                rawExpiredNow.addAll(out);
-            }
-            return out;
-        }
-    }
 
 
-    private Retention retention(LocalDate lastClosed, boolean dryRun) {
-        if (!dryRun) {
-            lakehouse.createAndRegister(spark); // expired_days, on a lakehouse created before it existed
-        }
-        java.util.Set<LocalDate> reconciled = new java.util.HashSet<>();
-        if (exists(Table.KPI_5M)) {
-            // reconciled: every KPI row of the day comes from the batch layer
-            spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
-                    .groupBy(col("event_date")).agg(count(when(col("source").notEqual(lit("batch")), 1)).as("stream_rows"))
-                    .where(col("stream_rows").equalTo(0)).collectAsList()
-                    .forEach(r -> reconciled.add(r.getDate(0).toLocalDate()));
-        }
-        NavigableMap<LocalDate, DayBalance> balances = exists(Table.RAW_EVENTS) && exists(Table.KPI_5M)
-                ? DayBalance.load(spark, lakehouse, null, lastClosed) : new java.util.TreeMap<>();
-        return new Retention(lastClosed, ExpiredDays.load(spark, lakehouse), balances, reconciled);
-    }
 
-    /**
-     * Deletes whole days of a table, recording each in {@code expired_days} first: a delete that fails
-     * or is killed after the record leaves the day sealed (reconcile will not rebuild it from what is
-     * left) and the next run deletes it. Returns the rows the days held.
-     */
-    private long expire(Table table, String dayColumn, List<LocalDate> days, LocalDate lastClosed, boolean dryRun) {
-        Map<LocalDate, long[]> counts = new TreeMap<>();
-        spark.read().format("delta").load(lakehouse.path(table)).where(col(dayColumn).isin(days.stream().map(java.sql.Date::valueOf).toArray()))
-                .groupBy(col(dayColumn)).agg(count(lit(1)), org.apache.spark.sql.functions.countDistinct(col("_metadata.file_path")))
-                .collectAsList().forEach(r -> counts.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
-        long rows = counts.values().stream().mapToLong(c -> c[0]).sum();
-        if (dryRun) {
-            return rows;
-        }
-        java.sql.Timestamp now = new java.sql.Timestamp(System.currentTimeMillis());
-        for (int i = 0; i < days.size(); i += DAYS_PER_COMMIT) {
-            List<LocalDate> chunk = days.subList(i, Math.min(days.size(), i + DAYS_PER_COMMIT));
-            List<Row> records = new ArrayList<>();
-            for (LocalDate d : chunk) {
-                long[] c = counts.getOrDefault(d, new long[2]);
-                records.add(Lakehouse.row(Table.EXPIRED_DAYS, Map.of("table_name", table.tableName(), "day", java.sql.Date.valueOf(d),
-                        "rows_removed", c[0], "files_removed", c[1], "retention_days", config.retentionDays(table),
-                        "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
-            }
-            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), RUN_AGAIN_EXPIRES, () -> spark.createDataFrame(records,
-                    Lakehouse.schema(Table.EXPIRED_DAYS)).write().format("delta").mode("append").save(lakehouse.path(Table.EXPIRED_DAYS)));
-            String where = dayColumn + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
-            retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), RUN_AGAIN_EXPIRES, () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
-        }
-        return rows;
-    }
 
-    /**
-     * A table's size and upkeep, as {@code tidemark status} shows it: files and bytes of the current
-     * version, commits since Delta's last checkpoint of the log (what a reader replays on top of it),
-     * and the oldest closed day still held in more than one file (empty: compaction is up to date).
-     */
-    public record TableState(Table table, long files, long bytes, long commitsSinceCheckpoint, java.util.Optional<LocalDate> oldestUncompacted) {
-    }
 
-    public static TableState state(SparkSession spark, Lakehouse lakehouse, Table table, ClosedDays closed) {
-        String path = lakehouse.path(table);
-        Row detail = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).select("numFiles", "sizeInBytes").first();
-        long version = io.delta.tables.DeltaTable.forPath(spark, path).history(1).select("version").first().getLong(0);
-        long checkpoint = lastCheckpointVersion(spark, path);
-        java.util.Optional<LocalDate> oldest = java.util.Optional.empty();
-        String day = DAY_COLUMN.get(table);
-        if (day != null) {
-            oldest = filesByDay(spark, path, day).entrySet().stream()
-                    .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1).map(Map.Entry::getKey).findFirst();
-        }
-        return new TableState(table, detail.getLong(0), detail.getLong(1), version - checkpoint, oldest);
-    }
 
-    /** The version of Delta's last log checkpoint ({@code _delta_log/_last_checkpoint}), -1 when there is none yet. */
-    private static long lastCheckpointVersion(SparkSession spark, String tablePath) {
-        org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(tablePath, "_delta_log/_last_checkpoint");
-        try {
-            org.apache.hadoop.fs.FileSystem fs = p.getFileSystem(spark.sparkContext().hadoopConfiguration());
-            if (!fs.exists(p)) {
-                return -1;
-            }
-            try (java.io.InputStream in = fs.open(p)) {
-                return new com.fasterxml.jackson.databind.ObjectMapper().readTree(in).get("version").asLong();
-            }
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot read " + p, e);
-        }
-    }
 
     private Map<LocalDate, long[]> filesByDay(Table table, String day) {
-        return filesByDay(spark, lakehouse.path(table), day);
+        return TableState.filesByDay(spark, lakehouse, table, day);
     }
 
-    /** Files and bytes per day of the table's current version, from the files' own metadata (no data read). */
-    private static Map<LocalDate, long[]> filesByDay(SparkSession spark, String path, String day) {
-        Map<LocalDate, long[]> out = new TreeMap<>();
-        List<Row> rows = spark.read().format("delta").load(path)
-                .select(col(day), col("_metadata.file_path").as("file"), col("_metadata.file_size").as("size"))
-                .groupBy(col(day), col("file")).agg(first(col("size")).as("size"))
-                .groupBy(col(day)).agg(count(lit(1)), sum(col("size")))
-                .collectAsList();
-        for (Row r : rows) {
-            out.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.isNullAt(2) ? 0 : r.getLong(2)});
-        }
-        return out;
-    }
 
-    private long vacuum(Table table, Options options) {
-        java.util.Set<String> before = dataFilesOnDisk(table);
-        if (before.isEmpty()) {
-            return 0; // an empty table: nothing to vacuum
-        }
-        boolean belowSafety = options.vacuumRetention().compareTo(SAFE_RETENTION) < 0;
-        String key = "spark.databricks.delta.retentionDurationCheck.enabled";
-        String previous = spark.conf().get(key, "true");
-        // Vacuum lists the table's files in this many tasks (Spark's default, 10,000, is for clusters:
-        // on a small one the task overhead is most of the vacuum's time).
-        String listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism";
-        String previousListing = spark.conf().get(listing, "10000");
-        try {
-            spark.conf().set(listing, String.valueOf(Math.max(8, 4 * spark.sparkContext().defaultParallelism())));
-            if (belowSafety) {
-                spark.conf().set(key, "false"); // forced: the caller was told why this is unsafe
-            }
-            String sql = "VACUUM " + lakehouse.ref(table) + " RETAIN " + hours(options.vacuumRetention()) + " HOURS";
-            if (options.dryRun()) {
-                return spark.sql(sql + " DRY RUN").count();
-            }
-            spark.sql(sql).collect();
-            // Counted by name: a stream writing meanwhile adds files, which a difference of counts would subtract.
-            java.util.Set<String> after = dataFilesOnDisk(table);
-            return before.stream().filter(f -> !after.contains(f)).count();
-        } finally {
-            spark.conf().set(key, previous);
-            spark.conf().set(listing, previousListing);
-        }
-    }
 
     private boolean exists(Table table) {
-        return io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(table));
+        return lakehouse.exists(spark, table);
     }
 
-    /** Parquet files under the table's directory, referenced or not (what vacuum deletes from). */
-    private java.util.Set<String> dataFilesOnDisk(Table table) {
-        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(lakehouse.path(table));
-        try {
-            return dataFilesOnDisk(root.getFileSystem(spark.sparkContext().hadoopConfiguration()), root);
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot list " + root, e);
-        }
-    }
 
-    /**
-     * Parquet files under {@code root}, skipping hidden entries as vacuum does ({@code _delta_log},
-     * checksum and temporary files): a running stream creates and renames those while this lists, and
-     * a recursive listing that stats every entry fails on one that vanished in between. A directory
-     * removed meanwhile (an expired day) holds nothing.
-     */
-    static java.util.Set<String> dataFilesOnDisk(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path root) throws java.io.IOException {
-        java.util.Set<String> files = new java.util.HashSet<>();
-        java.util.ArrayDeque<org.apache.hadoop.fs.Path> dirs = new java.util.ArrayDeque<>(List.of(root));
-        while (!dirs.isEmpty()) {
-            org.apache.hadoop.fs.Path dir = dirs.pop();
-            org.apache.hadoop.fs.FileStatus[] entries;
-            try {
-                entries = fs.listStatus(dir);
-            } catch (java.io.FileNotFoundException gone) {
-                continue;
-            } catch (java.nio.file.AccessDeniedException e) {
-                // Hadoop's local listing reports a directory that vanished after its existence check as
-                // "Permission denied" (it asks File.canRead); only a directory still there is refused.
-                if (!fs.exists(dir)) {
-                    continue;
-                }
-                throw e;
-            }
-            for (org.apache.hadoop.fs.FileStatus e : entries) {
-                String name = e.getPath().getName();
-                if (name.startsWith("_") || name.startsWith(".")) {
-                    continue;
-                }
-                if (e.isDirectory()) {
-                    dirs.push(e.getPath());
-                } else if (name.endsWith(".parquet")) {
-                    files.add(e.getPath().toString());
-                }
-            }
-        }
-        return files;
-    }
 
     private static long total(Map<LocalDate, long[]> byDay, int i) {
         return byDay.values().stream().mapToLong(v -> v[i]).sum();
     }
 
-    /** Whole hours, rounded up: a retention is never shortened by rounding. */
-    private static long hours(Duration d) {
-        return (d.toMinutes() + 59) / 60;
-    }
 
     static final String USAGE = """
             Usage: spark-submit --class io.tidemark.operations.Maintenance tidemark-spark-jobs.jar [--dry-run] [--no-vacuum] [--force] [key=value ...]

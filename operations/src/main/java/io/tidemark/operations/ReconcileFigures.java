@@ -89,7 +89,7 @@ public final class ReconcileFigures implements FigureSource {
                 return;
             }
             SparkSession.setActiveSession(spark);
-            Dataset<Row> summaries = spark.read().format("delta").load(lakehouse.path(Table.RECONCILE_REPORT)).where("row_kind = 'summary'");
+            Dataset<Row> summaries = lakehouse.read(spark, Table.RECONCILE_REPORT).where("row_kind = 'summary'");
             Row lastRun = summaries.selectExpr("max_by(run_id, run_started_at)").first();
             if (!lastRun.isNullAt(0)) {
                 Row r = summaries.where(col("run_id").equalTo(lastRun.getString(0)))

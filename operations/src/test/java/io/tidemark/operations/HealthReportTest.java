@@ -21,15 +21,15 @@ class HealthReportTest {
         Map<String, Long> invalid = new LinkedHashMap<>();
         invalid.put("NOT_JSON", 3L);
         invalid.put("<script>", 1L); // a reason is data: escaped, never markup
-        HealthReport.Figures f = new HealthReport.Figures(Instant.parse("2026-12-02T08:00:00Z"), "/data/lake",
-                List.of(new HealthReport.DayDrift(d1, 0.972972972, 0.5, 1, 1, 2, 2, new BigDecimal("9.25"), new BigDecimal("9.25")),
-                        new HealthReport.DayDrift(d2, null, null, 0, 0, 18, 13, new BigDecimal("20"), new BigDecimal("9.4"))),
-                List.of(new HealthReport.LateDay(d1, 1, 37_200_000, 37_200_000, 37_200_000)),
+        HealthFigures f = new HealthFigures(Instant.parse("2026-12-02T08:00:00Z"), "/data/lake",
+                List.of(new HealthFigures.DayDrift(d1, 0.972972972, 0.5, 1, 1, 2, 2, new BigDecimal("9.25"), new BigDecimal("9.25")),
+                        new HealthFigures.DayDrift(d2, null, null, 0, 0, 18, 13, new BigDecimal("20"), new BigDecimal("9.4"))),
+                List.of(new HealthFigures.LateDay(d1, 1, 37_200_000, 37_200_000, 37_200_000)),
                 invalid,
-                List.of(new HealthReport.Bucket(Instant.parse("2026-12-02T07:00:00Z"), 3, 60, 1.0, 2_500.0, 4_000.0),
-                        new HealthReport.Bucket(Instant.parse("2026-12-02T07:01:00Z"), 2, 30, 0.5, null, null)),
-                60, List.of(new HealthReport.DayState(d1, true, false, 1, 2, 2), new HealthReport.DayState(d2, false, false, 0, 18, 13)));
-        String html = HealthReport.html(f);
+                List.of(new HealthFigures.Bucket(Instant.parse("2026-12-02T07:00:00Z"), 3, 60, 1.0, 2_500.0, 4_000.0),
+                        new HealthFigures.Bucket(Instant.parse("2026-12-02T07:01:00Z"), 2, 30, 0.5, null, null)),
+                60, List.of(new HealthFigures.DayState(d1, true, false, 1, 2, 2), new HealthFigures.DayState(d2, false, false, 0, 18, 13)));
+        String html = HealthPage.html(f);
 
         assertThat(html).contains("<tr><td data-value=\"2026-11-27\">2026-11-27</td><td class=\"n\" data-value=\"1\">1</td>"
                 + "<td class=\"n\" data-value=\"97.297\">97.297</td><td class=\"n\" data-value=\"50.0\">50.0</td>");
@@ -44,20 +44,20 @@ class HealthReportTest {
 
     @Test
     void anEmptyChartSaysSoAndTheTableSaysNone() {
-        HealthReport.Figures f = new HealthReport.Figures(Instant.parse("2026-12-02T08:00:00Z"), "/data/lake", List.of(), List.of(), Map.of(),
+        HealthFigures f = new HealthFigures(Instant.parse("2026-12-02T08:00:00Z"), "/data/lake", List.of(), List.of(), Map.of(),
                 List.of(), 0, List.of());
-        String html = HealthReport.html(f);
+        String html = HealthPage.html(f);
         assertThat(count(html, "nothing to show")).isEqualTo(5);
         assertThat(count(html, "class=\"none\">none</td>")).isEqualTo(5);
     }
 
     @Test
     void bucketsKeepTheTimeChartsWithinSixtyPoints() {
-        assertThat(HealthReport.niceBucketSeconds(0)).isEqualTo(10);
-        assertThat(HealthReport.niceBucketSeconds(599)).isEqualTo(10);
-        assertThat(HealthReport.niceBucketSeconds(600)).isEqualTo(30);
-        assertThat(HealthReport.niceBucketSeconds(7 * 86_400)).isEqualTo(10_800);
-        assertThat(HealthReport.niceBucketSeconds(30 * 86_400)).isEqualTo(86_400);
+        assertThat(HealthFigures.niceBucketSeconds(0)).isEqualTo(10);
+        assertThat(HealthFigures.niceBucketSeconds(599)).isEqualTo(10);
+        assertThat(HealthFigures.niceBucketSeconds(600)).isEqualTo(30);
+        assertThat(HealthFigures.niceBucketSeconds(7 * 86_400)).isEqualTo(10_800);
+        assertThat(HealthFigures.niceBucketSeconds(30 * 86_400)).isEqualTo(86_400);
     }
 
     private static int count(String s, String what) {

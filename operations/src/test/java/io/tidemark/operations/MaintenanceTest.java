@@ -113,8 +113,8 @@ class MaintenanceTest {
 
         ClosedDays closed = ClosedDays.load(spark, lakehouse);
         long versions = DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history().count();
-        assertThat(Maintenance.state(spark, lakehouse, Table.RAW_EVENTS, closed))
-                .isEqualTo(new Maintenance.TableState(Table.RAW_EVENTS, 2L * APPENDS, Maintenance.state(spark, lakehouse, Table.RAW_EVENTS, closed).bytes(),
+        assertThat(TableState.of(spark, lakehouse, Table.RAW_EVENTS, closed))
+                .isEqualTo(new TableState(Table.RAW_EVENTS, 2L * APPENDS, TableState.of(spark, lakehouse, Table.RAW_EVENTS, closed).bytes(),
                         versions, java.util.Optional.of(CLOSED)));
 
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -138,7 +138,7 @@ class MaintenanceTest {
         assertThat(done.get(0).problem()).isNull();
         assertThat(files(CLOSED)).isEqualTo(1);
         assertThat(files(OPEN)).isEqualTo(APPENDS);
-        Maintenance.TableState compacted = Maintenance.state(spark, lakehouse, Table.RAW_EVENTS, closed);
+        TableState compacted = TableState.of(spark, lakehouse, Table.RAW_EVENTS, closed);
         assertThat(compacted.files()).isEqualTo(1L + APPENDS);
         assertThat(compacted.oldestUncompacted()).isEmpty();
         assertThat(compacted.commitsSinceCheckpoint()).isEqualTo(DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history().count());
@@ -193,7 +193,7 @@ class MaintenanceTest {
         org.apache.hadoop.fs.FileSystem fs = root.getFileSystem(spark.sparkContext().hadoopConfiguration());
         try {
             for (int i = 0; i < 300; i++) {
-                assertThat(Maintenance.dataFilesOnDisk(fs, root)).as("listing %d", i)
+                assertThat(Vacuum.dataFilesOnDisk(fs, root)).as("listing %d", i)
                         .containsExactlyInAnyOrder(day.resolve("part-00000-a.c000.snappy.parquet").toUri().toString().replace("file:///", "file:/"),
                                 day.resolve("part-00001-b.c000.snappy.parquet").toUri().toString().replace("file:///", "file:/"));
             }

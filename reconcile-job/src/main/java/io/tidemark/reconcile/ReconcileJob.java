@@ -30,7 +30,6 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
 
-import io.delta.tables.DeltaTable;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
@@ -43,7 +42,6 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.CommitFailedException;
 import io.tidemark.lakehouse.CommitRetry;
-import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.RequestRefusedException;
 
@@ -168,7 +166,7 @@ public final class ReconcileJob {
         // overwrite agree even if a late record of that day lands meanwhile (it then leaves the day
         // dirty for the next --dirty run).
         long rawVersion = days.isEmpty() ? -1
-                : DeltaTable.forPath(spark, lakehouse.path(Table.RAW_EVENTS)).history(1).select("version").first().getLong(0);
+                : lakehouse.version(spark, Table.RAW_EVENTS);
         for (int i = 0; i < days.size(); i++) {
             LocalDate day = days.get(i);
             DayOutcome o = reconcileDay(day, balances.get(day), rawVersion, runId, runStartedAt, dryRun);
@@ -190,9 +188,9 @@ public final class ReconcileJob {
             return DayOutcome.noData(day, balance == null ? 0 : balance.kpiRecords(), System.currentTimeMillis() - t0);
         }
         Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
-        Dataset<Row> raw = spark.read().format("delta").option("versionAsOf", rawVersion).load(lakehouse.path(Table.RAW_EVENTS)).filter(ofDay);
+        Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(ofDay);
         Dataset<Row> truth = TruthKpis.of(raw, config.window()).persist(StorageLevel.MEMORY_AND_DISK());
-        Dataset<Row> current = spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).filter(ofDay);
+        Dataset<Row> current = lakehouse.read(spark, Table.KPI_5M).filter(ofDay);
         Dataset<Row> comparison = TruthKpis.compare(current, truth)
                 .persist(StorageLevel.MEMORY_AND_DISK());
         try {
@@ -229,14 +227,10 @@ public final class ReconcileJob {
                 StructType reportSchema = reportSchema();
                 Dataset<Row> report = reportRows(TruthKpis.windowDrift(comparison), reportSchema, runId, runStartedAt, day)
                         .union(spark.createDataFrame(List.of(summary), reportSchema));
-                retry.run(day, "appending the drift report", RERUN, () -> report.write().format("delta").mode("append")
-                        .option("userMetadata", "tidemark " + runId + " " + day)
-                        .save(lakehouse.path(Table.RECONCILE_REPORT)));
-                attempts = retry.run(day, "replacing the KPI rows", RERUN, () -> asTable(truth, Table.KPI_5M)
-                        .write().format("delta").mode("overwrite")
-                        .option("replaceWhere", "event_date = DATE'" + day + "'")
-                        .option("userMetadata", "tidemark " + runId + " " + day)
-                        .save(lakehouse.path(Table.KPI_5M)));
+                String note = "tidemark " + runId + " " + day;
+                retry.run(day, "appending the drift report", RERUN, () -> lakehouse.append(report, Table.RECONCILE_REPORT, note));
+                attempts = retry.run(day, "replacing the KPI rows", RERUN,
+                        () -> lakehouse.replaceWhere(asTable(truth, Table.KPI_5M), Table.KPI_5M, "event_date = DATE'" + day + "'", note));
             }
             return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, streamCount,
                     batchCount, streamGb, batchGb, gbDrift, gbDriftRel, late, attempts, System.currentTimeMillis() - t0, null);
@@ -272,14 +266,14 @@ public final class ReconcileJob {
     private Dataset<Row> asTable(Dataset<Row> rows, Table table) {
         java.util.Set<String> have = new java.util.HashSet<>(java.util.Arrays.asList(rows.columns()));
         List<Column> cols = new ArrayList<>();
-        for (StructField f : spark.read().format("delta").load(lakehouse.path(table)).schema().fields()) {
+        for (StructField f : lakehouse.read(spark, table).schema().fields()) {
             cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
         }
         return rows.select(cols.toArray(Column[]::new));
     }
 
     private StructType reportSchema() {
-        return spark.read().format("delta").load(lakehouse.path(Table.RECONCILE_REPORT)).schema();
+        return lakehouse.read(spark, Table.RECONCILE_REPORT).schema();
     }
 
     private static BigDecimal decimal(Row r, String name) {
@@ -325,12 +319,7 @@ public final class ReconcileJob {
 
     /** Entry point for spark-submit: see {@link ReconcileArguments}. Exit status 2 on bad input, 1 on failure. */
     public static void main(String[] args) {
-        ReconcileArguments a;
-        try {
-            a = ReconcileArguments.parse(args, System.getenv());
-        } catch (IllegalArgumentException e) {
-            throw JobMain.exit("reconcile", ExitCode.BAD_INPUT, CommitRetry.oneLine(e));
-        }
+        ReconcileArguments a = JobMain.orRefuse("reconcile", () -> ReconcileArguments.parse(args, System.getenv()));
         if (a.help()) {
             System.out.print(ReconcileArguments.usage());
             return;

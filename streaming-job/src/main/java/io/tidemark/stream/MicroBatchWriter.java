@@ -269,7 +269,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         java.util.Set<Table> found = java.util.EnumSet.noneOf(Table.class);
         for (Table t : List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_GAPS, Table.STREAM_PROGRESS)) {
             String column = t == Table.KPI_5M ? "stream_batch_id" : "batch_id";
-            if (!spark.read().format("delta").load(lakehouse.path(t)).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
+            if (!lakehouse.read(spark, t).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
                 found.add(t);
             }
         }
@@ -280,7 +280,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private WatermarkLedger loadLedger(SparkSession spark, long batchId) {
         long latenessMs = config.lateness().toMillis();
         long idleMs = config.watermarkIdleTimeout().toMillis();
-        WatermarkLedger.Policy policy = WatermarkLedger.Policy.of(config.watermarkPolicy());
+        TidemarkConfig.WatermarkPolicy policy = config.watermarkPolicy();
         if (batchId == 0) {
             return WatermarkLedger.fresh(policy, latenessMs, idleMs);
         }
@@ -317,7 +317,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             return;
         }
         skewWarned = skew.trailing();
-        String effect = ledger.policy() == WatermarkLedger.Policy.SPARK
+        String effect = ledger.policy() == TidemarkConfig.WatermarkPolicy.SPARK
                 ? "with watermark.policy=spark its records are late for lagging and reach kpi_5m only at reconcile; "
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
@@ -369,7 +369,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             return;
         }
         long t0 = System.nanoTime();
-        rows.write().format("delta").mode("append").save(lakehouse.path(table));
+        lakehouse.append(rows, table);
         trace(batchId, table.tableName(), t0);
     }
 

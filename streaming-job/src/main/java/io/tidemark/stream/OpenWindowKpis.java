@@ -140,9 +140,7 @@ final class OpenWindowKpis {
         StructType schema = Lakehouse.schema(Table.KPI_5M);
         Dataset<Row> rows = spark.createDataFrame(finalRows, schema).coalesce(1)
                 .union(spark.createDataFrame(openRows, schema).coalesce(1));
-        rows.write().format("delta").mode("overwrite")
-                .option("replaceWhere", predicate(touched))
-                .save(lakehouse.path(Table.KPI_5M));
+        lakehouse.replaceWhere(rows, Table.KPI_5M, predicate(touched), null);
         open = stillOpen;
         return partials.size();
     }
@@ -161,7 +159,7 @@ final class OpenWindowKpis {
 
     private TreeMap<Key, Kpi> load(SparkSession spark) {
         TreeMap<Key, Kpi> m = new TreeMap<>();
-        for (Row r : spark.read().format("delta").load(lakehouse.path(Table.KPI_5M)).filter(col("is_final").equalTo(false))
+        for (Row r : lakehouse.read(spark, Table.KPI_5M).filter(col("is_final").equalTo(false))
                 .select("event_date", "window_start", "cell_site_id", "record_count", "total_gb", "subscriber_sketch", "updated_at")
                 .collectAsList()) {
             m.put(key(r), kpi(r));

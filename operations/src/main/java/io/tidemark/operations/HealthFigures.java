@@ -1,0 +1,157 @@
+package io.tidemark.operations;
+
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+
+import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExpiredDays;
+import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.RequestRefusedException;
+
+/**
+ * What the health report shows, read from the lakehouse: drift per day before reconcile (from the
+ * day's first reconcile) and now (the KPIs against raw_events), late records per day and how late,
+ * invalid records by reason, freshness and throughput over processing time, closed and dirty days.
+ * {@link HealthPage} draws them; nothing here knows HTML.
+ */
+public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFigures.DayDrift> drift, List<HealthFigures.LateDay> late,
+                            Map<String, Long> invalid, List<HealthFigures.Bucket> timeline, long bucketSeconds, List<HealthFigures.DayState> days) {
+
+    /** A day's drift: {@code before} from its first reconcile (null when never reconciled), {@code now} from the tables. */
+    public record DayDrift(LocalDate day, Double beforeGbRel, Double beforeSubscribersRel, long reconcileRuns, long lateFolded,
+                           long rawRecords, long kpiRecords, BigDecimal rawGb, BigDecimal kpiGb) {
+        /** (raw - kpi) / raw volume now: 0 for a reconciled day that received nothing since. */
+        public double nowGbRel() {
+            if (rawGb == null || rawGb.signum() == 0) {
+                return 0;
+            }
+            BigDecimal kpi = kpiGb == null ? BigDecimal.ZERO : kpiGb;
+            return rawGb.subtract(kpi).divide(rawGb, MathContext.DECIMAL64).doubleValue();
+        }
+    }
+
+    /** Late records of an event day and how late: late_by_ms quantiles. */
+    public record LateDay(LocalDate day, long records, long p50Ms, long p95Ms, long maxMs) {
+    }
+
+    /** A span of processing time: batches, records and freshness of the batches that ended in it. */
+    public record Bucket(Instant start, long batches, long records, double recordsPerSecond, Double freshnessP50Ms, Double freshnessMaxMs) {
+    }
+
+    /** What a day is: closed by the stream's watermark, dirty (raw and KPI counts differ), reconciled. */
+    public record DayState(LocalDate day, boolean closed, boolean dirty, long reconcileRuns, long rawRecords, long kpiRecords) {
+    }
+
+    /** At most this many points on the time charts. */
+    static final int MAX_BUCKETS = 60;
+
+    /** Reads the figures of the last {@code days} event days (and the stream's last 7 days of processing time). */
+    public static HealthFigures read(SparkSession spark, Lakehouse lakehouse, int days) {
+        if (!lakehouse.exists(spark, Table.STREAM_PROGRESS)) {
+            throw new RequestRefusedException("no stream has written to " + lakehouse.root() + " yet (no stream_progress table): nothing to report");
+        }
+        NavigableDays window = NavigableDays.of(spark, lakehouse, days);
+        ClosedDays closed = ClosedDays.load(spark, lakehouse);
+        ExpiredDays expired = ExpiredDays.load(spark, lakehouse);
+        java.util.NavigableMap<LocalDate, DayBalance> balances = DayBalance.load(spark, lakehouse, window.from(), window.to());
+        java.util.Set<LocalDate> dirty = new java.util.HashSet<>(DayBalance.dirtyDays(balances, closed, expired));
+
+        Map<LocalDate, Row> first = new TreeMap<>();
+        Map<LocalDate, Long> runs = new TreeMap<>();
+        if (lakehouse.exists(spark, Table.RECONCILE_REPORT)) {
+            for (Row r : spark.sql("SELECT event_date, gb_drift_rel, subscribers_drift_rel, late_records, runs FROM ("
+                    + " SELECT *, row_number() OVER (PARTITION BY event_date ORDER BY run_started_at, run_id) AS run_rank,"
+                    + " count(*) OVER (PARTITION BY event_date) AS runs FROM " + lakehouse.ref(Table.RECONCILE_REPORT)
+                    + " WHERE row_kind = 'summary'" + window.where("event_date") + ") WHERE run_rank = 1").collectAsList()) {
+                first.put(r.getDate(0).toLocalDate(), r);
+                runs.put(r.getDate(0).toLocalDate(), r.getLong(4));
+            }
+        }
+        Map<LocalDate, BigDecimal[]> volume = new TreeMap<>();
+        for (Row r : spark.sql("SELECT coalesce(r.event_date, k.event_date), r.gb, k.gb FROM"
+                + " (SELECT event_date, sum(CAST(volume_gb AS " + KpiComputation.VOLUME_TYPE + ")) AS gb FROM " + lakehouse.ref(Table.RAW_EVENTS)
+                + " WHERE true" + window.where("event_date") + " GROUP BY event_date) r FULL OUTER JOIN"
+                + " (SELECT event_date, sum(total_gb) AS gb FROM " + lakehouse.ref(Table.KPI_5M)
+                + " WHERE true" + window.where("event_date") + " GROUP BY event_date) k ON r.event_date = k.event_date").collectAsList()) {
+            volume.put(r.getDate(0).toLocalDate(), new BigDecimal[] {r.getDecimal(1), r.getDecimal(2)});
+        }
+        List<DayDrift> drift = new ArrayList<>();
+        List<DayState> states = new ArrayList<>();
+        for (DayBalance b : balances.values()) {
+            Row f = first.get(b.day());
+            BigDecimal[] v = volume.getOrDefault(b.day(), new BigDecimal[2]);
+            long n = runs.getOrDefault(b.day(), 0L);
+            drift.add(new DayDrift(b.day(), f == null || f.isNullAt(1) ? null : f.getDouble(1), f == null || f.isNullAt(2) ? null : f.getDouble(2),
+                    n, f == null || f.isNullAt(3) ? 0 : f.getLong(3), b.rawRecords(), b.kpiRecords(), v[0], v[1]));
+            states.add(new DayState(b.day(), closed.isClosed(b.day()), dirty.contains(b.day()), n, b.rawRecords(), b.kpiRecords()));
+        }
+
+        List<LateDay> late = new ArrayList<>();
+        for (Row r : spark.sql("SELECT event_date, count(*), CAST(percentile(late_by_ms, 0.5) AS BIGINT), CAST(percentile(late_by_ms, 0.95) AS BIGINT),"
+                + " max(late_by_ms) FROM " + lakehouse.ref(Table.LATE_EVENTS) + " WHERE true" + window.where("event_date")
+                + " GROUP BY event_date ORDER BY event_date").collectAsList()) {
+            late.add(new LateDay(r.getDate(0).toLocalDate(), r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4)));
+        }
+        Map<String, Long> invalid = new java.util.LinkedHashMap<>();
+        for (Row r : spark.sql("SELECT reason, count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER)
+                + " GROUP BY reason ORDER BY count(*) DESC, reason").collectAsList()) {
+            invalid.put(r.getString(0), r.getLong(1));
+        }
+
+        Row span = spark.sql("SELECT min(unix_millis(finished_at)), max(unix_millis(finished_at)) FROM " + lakehouse.ref(Table.STREAM_PROGRESS)).first();
+        List<Bucket> timeline = new ArrayList<>();
+        long bucketSeconds = 0;
+        if (!span.isNullAt(0)) {
+            long to = span.getLong(1);
+            long from = Math.max(span.getLong(0), to - 7L * 86_400_000);
+            bucketSeconds = niceBucketSeconds((to - from) / 1000);
+            long bucketMs = bucketSeconds * 1000;
+            for (Row r : spark.sql("SELECT floor(unix_millis(finished_at) / " + bucketMs + ") AS b, count(*), sum(records_in),"
+                    + " percentile(freshness_ms, 0.5), max(freshness_ms) FROM " + lakehouse.ref(Table.STREAM_PROGRESS)
+                    + " WHERE unix_millis(finished_at) >= " + from + " GROUP BY 1 ORDER BY 1").collectAsList()) {
+                timeline.add(new Bucket(Instant.ofEpochMilli(r.getLong(0) * bucketMs), r.getLong(1), r.getLong(2), r.getLong(2) / (double) bucketSeconds,
+                        r.isNullAt(3) ? null : r.getDouble(3), r.isNullAt(4) ? null : (double) r.getLong(4)));
+            }
+        }
+        return new HealthFigures(Instant.now(), lakehouse.root(), drift, late, invalid, timeline, bucketSeconds, states);
+    }
+
+    /** A bucket of 10 s, 30 s, 1, 5, 15, 30 min, 1, 3, 6 h: the smallest that keeps the chart within {@link #MAX_BUCKETS} points. */
+    static long niceBucketSeconds(long spanSeconds) {
+        for (long s : new long[] {10, 30, 60, 300, 900, 1800, 3600, 10_800, 21_600}) {
+            if (spanSeconds / s < MAX_BUCKETS) {
+                return s;
+            }
+        }
+        return 86_400;
+    }
+
+    /** The last {@code n} event days that hold raw or KPI data. */
+    private record NavigableDays(LocalDate from, LocalDate to) {
+        static NavigableDays of(SparkSession spark, Lakehouse lakehouse, int n) {
+            Row r = spark.sql("SELECT max(event_date) FROM (SELECT event_date FROM " + lakehouse.ref(Table.RAW_EVENTS)
+                    + " UNION ALL SELECT event_date FROM " + lakehouse.ref(Table.KPI_5M) + ")").first();
+            if (r.isNullAt(0)) {
+                return new NavigableDays(null, null);
+            }
+            LocalDate to = r.getDate(0).toLocalDate();
+            return new NavigableDays(to.minusDays(n - 1L), to);
+        }
+
+        String where(String column) {
+            return from == null ? "" : " AND " + column + " BETWEEN DATE'" + from + "' AND DATE'" + to + "'";
+        }
+    }
+}
