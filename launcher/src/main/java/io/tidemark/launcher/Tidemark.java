@@ -46,6 +46,7 @@ import picocli.CommandLine.Spec;
                 ReportCommand.class,
                 SqlCommand.class,
                 CatalogCommand.class,
+                PipelineCommand.class,
         })
 public final class Tidemark implements Callable<Integer> {
 

@@ -78,9 +78,10 @@ final class Vacuum {
                 entries = fs.listStatus(dir);
             } catch (java.io.FileNotFoundException gone) {
                 continue;
-            } catch (java.nio.file.AccessDeniedException e) {
+            } catch (java.io.IOException e) {
                 // Hadoop's local listing reports a directory that vanished after its existence check as
-                // "Permission denied" (it asks File.canRead); only a directory still there is refused.
+                // "Permission denied" (File.canRead is false) or as "Invalid directory or I/O error"
+                // (File.list returned null), depending on the moment; only a directory still there is refused.
                 if (!fs.exists(dir)) {
                     continue;
                 }

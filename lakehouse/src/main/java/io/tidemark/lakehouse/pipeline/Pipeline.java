@@ -1,0 +1,143 @@
+package io.tidemark.lakehouse.pipeline;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+
+import org.apache.spark.sql.types.DataType;
+
+/**
+ * A pipeline: the events Tidemark reads and the KPI tables it keeps over them, as one pipeline file
+ * declares them ({@link PipelineParser}). A value: the stream, reconcile and the commands all read
+ * the same one.
+ *
+ * @param file           the file it was read from, as the user named it
+ * @param events         the event table: schema, checks, topic, format, event time, lateness
+ * @param tables         the KPI tables, in the order of the file
+ * @param driftThreshold the relative drift (|truth - stream| / truth) above which a reconciled window is reported
+ */
+public record Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold) {
+
+    public Pipeline {
+        tables = List.copyOf(tables);
+    }
+
+    /** The KPI table named {@code name}, if the pipeline declares it. */
+    public Optional<KpiTable> table(String name) {
+        return tables.stream().filter(t -> t.name().equals(name)).findFirst();
+    }
+
+    /** A place in a pipeline file: 1-based line and column. */
+    public record Position(String file, int line, int column) {
+        @Override
+        public String toString() {
+            return file + ":" + line + ":" + column;
+        }
+    }
+
+    /** A column of the event schema. {@code notNull}: a record without it goes to dead_letter as NULL_FIELD or MISSING_FIELD. */
+    public record Column(String name, DataType type, boolean notNull, Position at) {
+        /** The type as SQL writes it: STRING, DECIMAL(12,2), TIMESTAMP... */
+        public String sqlType() {
+            return type.sql();
+        }
+
+        @Override
+        public String toString() {
+            return name + " " + sqlType() + (notNull ? " NOT NULL" : "");
+        }
+    }
+
+    /**
+     * A CHECK constraint: a valid record satisfies it; one that does not goes to dead_letter with the
+     * constraint's name, upper-cased, as its reason.
+     */
+    public record Check(String name, String condition, Position at) {
+        /** The dead_letter reason of a record that fails this check. */
+        public String reason() {
+            return name.toUpperCase(Locale.ROOT);
+        }
+    }
+
+    /**
+     * The events: {@code CREATE TABLE name (...) USING kafka OPTIONS (...)}.
+     *
+     * @param eventTime the TIMESTAMP column whose value places a record in its windows
+     * @param lateness  how far the watermark trails the newest event time
+     */
+    public record EventTable(String name, List<Column> columns, List<Check> checks, String topic, String format, String eventTime,
+                             Duration lateness, Position at) {
+        public EventTable {
+            columns = List.copyOf(columns);
+            checks = List.copyOf(checks);
+        }
+
+        public Optional<Column> column(String name) {
+            return columns.stream().filter(c -> c.name().equalsIgnoreCase(name)).findFirst();
+        }
+    }
+
+    /**
+     * The windows of a KPI table: {@code window(ts, size)} (tumbling) or {@code window(ts, size, slide)}
+     * (hopping: each record counts in size / slide windows). Both divide a day, so a day's windows
+     * start at its midnight.
+     */
+    public record Window(Duration size, Duration slide) {
+        public boolean tumbling() {
+            return size.equals(slide);
+        }
+
+        /** How many windows each record counts in. */
+        public long windowsPerRecord() {
+            return size.toMillis() / slide.toMillis();
+        }
+
+        @Override
+        public String toString() {
+            return tumbling() ? human(size) + " (tumbling)" : human(size) + " every " + human(slide) + " (hopping)";
+        }
+    }
+
+    /**
+     * A KPI table: {@code CREATE STREAMING TABLE name AS SELECT window(...), dims..., measures... FROM
+     * STREAM events [WHERE ...] GROUP BY window(...), dims...}.
+     *
+     * @param where the WHERE condition as written, or null: records that fail it count in no window of this table
+     */
+    public record KpiTable(String name, Window window, List<Column> dimensions, String where, List<Measure> measures, Position at) {
+        public KpiTable {
+            dimensions = List.copyOf(dimensions);
+            measures = List.copyOf(measures);
+        }
+
+        /** The table's columns: window bounds, dimensions, each measure's stored columns, then Tidemark's own. */
+        public List<String> columns() {
+            List<String> out = new ArrayList<>(List.of("window_start TIMESTAMP NOT NULL", "window_end TIMESTAMP NOT NULL"));
+            dimensions.forEach(d -> out.add(d.name() + " " + d.sqlType()));
+            measures.forEach(m -> out.addAll(m.storedColumns()));
+            out.addAll(List.of("event_date DATE NOT NULL", "is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL"));
+            return out;
+        }
+    }
+
+    /** "1 minute", "5 minutes", "1 hour", "90 seconds": a duration as a person writes it. */
+    static String human(Duration d) {
+        long s = d.toSeconds();
+        if (s % 86_400 == 0) {
+            return plural(s / 86_400, "day");
+        }
+        if (s % 3600 == 0) {
+            return plural(s / 3600, "hour");
+        }
+        if (s % 60 == 0) {
+            return plural(s / 60, "minute");
+        }
+        return d.toMillis() % 1000 == 0 ? plural(s, "second") : plural(d.toMillis(), "millisecond");
+    }
+
+    private static String plural(long n, String unit) {
+        return n + " " + unit + (n == 1 ? "" : "s");
+    }
+}

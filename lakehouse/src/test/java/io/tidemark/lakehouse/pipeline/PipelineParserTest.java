@@ -1,0 +1,253 @@
+package io.tidemark.lakehouse.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+import io.tidemark.lakehouse.pipeline.Pipeline.KpiTable;
+
+/** The pipeline language: the shipped pipelines as they parse, and every refusal with its file:line:column. */
+class PipelineParserTest {
+
+    private static final Path PIPELINES = Path.of(System.getProperty("user.dir")).getParent().resolve("pipelines");
+
+    /** An event table every refusal below starts from: lines 1-4. */
+    private static final String EVENTS = """
+            CREATE TABLE pay (id STRING NOT NULL, user_id STRING NOT NULL, country STRING NOT NULL, status STRING,
+              amount DECIMAL(12,2) NOT NULL, score DOUBLE, ts TIMESTAMP NOT NULL,
+              CONSTRAINT positive_amount CHECK (amount > 0)
+            ) USING kafka OPTIONS (topic 'payments', event_time 'ts', lateness '10 minutes');
+            """;
+
+    private static String refusal(String text) {
+        try {
+            PipelineParser.parse("p.sql", text);
+        } catch (PipelineException e) {
+            assertThat(e.getMessage()).as("one line").doesNotContain("\n");
+            return e.getMessage();
+        }
+        throw new AssertionError("accepted: " + text);
+    }
+
+    /** A refusal of a KPI table written on line 5 of a file that starts with {@link #EVENTS}. */
+    private static String kpi(String select) {
+        return refusal(EVENTS + select);
+    }
+
+    @Test
+    void theNetworkPipelineDeclaresTodaysKpi() {
+        Pipeline p = PipelineParser.parse(PIPELINES.resolve("network.sql"));
+        assertThat(p.events().name()).isEqualTo("events");
+        assertThat(p.events().columns()).extracting(Object::toString).containsExactly("subscriber_id STRING NOT NULL",
+                "cell_site_id STRING NOT NULL", "event_ts TIMESTAMP NOT NULL", "volume_gb DOUBLE NOT NULL");
+        assertThat(p.events().checks()).extracting(Pipeline.Check::reason).containsExactly("BLANK_ID", "NON_FINITE_VOLUME",
+                "NEGATIVE_VOLUME", "VOLUME_TOO_LARGE");
+        assertThat(p.events().checks().get(2).condition()).isEqualTo("volume_gb >= 0");
+        assertThat(p.events().topic()).isEqualTo("network-events");
+        assertThat(p.events().eventTime()).isEqualTo("event_ts");
+        assertThat(p.events().lateness()).isEqualTo(Duration.ofMinutes(10));
+        assertThat(p.driftThreshold()).isEqualTo(0.01);
+        assertThat(p.tables()).hasSize(1);
+        KpiTable k = p.tables().get(0);
+        assertThat(k.name()).isEqualTo("kpi_5m");
+        assertThat(k.window()).isEqualTo(new Pipeline.Window(Duration.ofMinutes(5), Duration.ofMinutes(5)));
+        assertThat(k.dimensions()).extracting(Pipeline.Column::name).containsExactly("cell_site_id");
+        assertThat(k.where()).isNull();
+        assertThat(k.measures()).extracting(Measure::written).containsExactly("count(*)", "sum(CAST(volume_gb AS DECIMAL(38,9)))",
+                "approx_count_distinct(subscriber_id)");
+        assertThat(k.measures()).extracting(Measure::resultType).containsExactly("BIGINT", "DECIMAL(38,9)", "BIGINT");
+        assertThat(k.at()).hasToString(PIPELINES.resolve("network.sql") + ":21:1");
+    }
+
+    @Test
+    void thePaymentsPipelineHasATumblingAndAHoppingTable() {
+        Pipeline p = PipelineParser.parse(PIPELINES.resolve("payments.sql"));
+        assertThat(p.events().name()).isEqualTo("payments");
+        assertThat(p.events().checks()).extracting(Pipeline.Check::reason).containsExactly("POSITIVE_AMOUNT", "KNOWN_STATUS", "COUNTRY_CODE");
+        assertThat(p.driftThreshold()).isEqualTo(0.005);
+        KpiTable m = p.table("merchant_1m").orElseThrow();
+        assertThat(m.window().tumbling()).isTrue();
+        assertThat(m.dimensions()).extracting(Pipeline.Column::name).containsExactly("merchant_id", "country");
+        assertThat(m.measures()).extracting(Measure::name).containsExactly("txns", "approved_amount", "declined", "users", "p95_amount",
+                "max_amount");
+        Measure approved = m.measures().get(1);
+        assertThat(approved.kind()).isEqualTo(Measure.Kind.SUM);
+        assertThat(approved.filter()).isEqualTo("status = 'approved'");
+        assertThat(approved.resultType()).isEqualTo("DECIMAL(22,2)");
+        assertThat(approved.partial()).containsExactly("sum(amount) FILTER (WHERE status = 'approved') AS approved_amount");
+        assertThat(approved.merge()).containsExactly("coalesce(s.approved_amount + b.approved_amount, s.approved_amount, b.approved_amount)"
+                + " AS approved_amount");
+        assertThat(m.measures().get(2).kind()).isEqualTo(Measure.Kind.COUNT_ALL);
+        Measure p95 = m.measures().get(4);
+        assertThat(p95.quantile()).isEqualTo(0.95);
+        assertThat(p95.partial()).containsExactly("kll_sketch_agg_double(CAST(amount AS DOUBLE)) AS p95_amount_sketch");
+        assertThat(p95.exact()).isEqualTo("percentile_disc(0.95) WITHIN GROUP (ORDER BY amount)");
+        assertThat(m.columns()).containsSubsequence("window_start TIMESTAMP NOT NULL", "merchant_id STRING", "country STRING", "txns BIGINT",
+                "approved_amount DECIMAL(22,2)", "users BIGINT", "users_sketch BINARY", "p95_amount DECIMAL(12,2)", "p95_amount_sketch BINARY",
+                "max_amount DECIMAL(12,2)", "event_date DATE NOT NULL");
+
+        KpiTable c = p.table("country_1h").orElseThrow();
+        assertThat(c.window()).isEqualTo(new Pipeline.Window(Duration.ofHours(1), Duration.ofMinutes(15)));
+        assertThat(c.window().windowsPerRecord()).isEqualTo(4);
+        assertThat(c.where()).isEqualTo("status <> 'refunded'");
+        Measure avg = c.measures().get(1);
+        assertThat(avg.storedColumns()).containsExactly("avg_amount DECIMAL(16,6)", "avg_amount_sum DECIMAL(22,2)", "avg_amount_count BIGINT");
+        assertThat(avg.value()).isEqualTo("CAST(avg_amount_sum / avg_amount_count AS DECIMAL(16,6))");
+    }
+
+    @Test
+    void positionsCountFromTheFileNotTheStatement() {
+        String text = "-- a comment\n" + EVENTS + "\n\n  CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, collect_list(id) AS ids\n"
+                + "FROM STREAM pay GROUP BY window(ts, '1 minute');";
+        assertThat(refusal(text)).startsWith("p.sql:8:67: collect_list(id) cannot be merged across micro-batches; write instead: ");
+    }
+
+    @Test
+    void nonMergeableAggregatesAreRefusedWithWhatToWriteInstead() {
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, collect_list(id) AS ids FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: collect_list(id) cannot be merged across micro-batches; "
+                + "write instead: one of " + Measure.Kind.all());
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(DISTINCT user_id) AS u FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: count(DISTINCT user_id): a DISTINCT aggregate cannot be merged "
+                + "across micro-batches; write instead: approx_count_distinct(col) (an HLL sketch while streaming, the exact distinct count "
+                + "after reconcile)");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, median(amount) AS m FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: median(amount) cannot be merged across micro-batches; "
+                + "write instead: percentile_approx(col, 0.5)");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, stddev_pop(amount) AS m FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: stddev_pop(amount) is not an aggregate Tidemark can keep "
+                + "mergeable; write instead: one of " + Measure.Kind.all());
+    }
+
+    @Test
+    void udfsJoinsAndSessionWindowsAreRefused() {
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, my_udf(id) AS n FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: unknown function 'my_udf' (a pipeline uses Spark's built-in "
+                + "functions, no UDFs); write instead: one of " + Measure.Kind.all());
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay p JOIN users u "
+                + "ON p.user_id = u.id GROUP BY window(ts, '1 minute');")).startsWith("p.sql:5:");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay p JOIN users u "
+                + "ON p.user_id = u.id GROUP BY window(ts, '1 minute');")).contains("a join; a KPI table reads one event stream");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT session_window(ts, '5 minutes') AS w, count(*) AS n FROM STREAM pay "
+                + "GROUP BY session_window(ts, '5 minutes');")).isEqualTo("p.sql:5:113: a session window; its end depends on records still "
+                + "to come, so it never closes at a time the watermark can tell; write instead: window(ts, '5 minutes') (tumbling) or "
+                + "window(ts, '1 hour', '15 minutes') (hopping)");
+    }
+
+    @Test
+    void windowsMustDivideADay() {
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '7 minutes') AS w, count(*) AS n FROM STREAM pay "
+                + "GROUP BY window(ts, '7 minutes');")).isEqualTo("p.sql:5:116: a window of 7 minutes does not divide a day, so windows would "
+                + "not start at midnight and a day's KPIs could not be recomputed on their own; write instead: a size that divides 24 hours: "
+                + "'1 minute', '5 minutes', '15 minutes', '1 hour', '6 hours', '1 day'...");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 hour', '25 minutes') AS w, count(*) AS n FROM STREAM pay "
+                + "GROUP BY window(ts, '1 hour', '25 minutes');")).startsWith("p.sql:5:").contains("a slide of 25 minutes does not divide the "
+                + "window of 1 hour");
+    }
+
+    @Test
+    void columnsAndTypesAreCheckedAgainstTheSchema() {
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, merchant, count(*) AS n FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute'), merchant;")).isEqualTo("p.sql:5:138: GROUP BY merchant: no such column in 'pay'; "
+                + "write instead: one of id, user_id, country, status, amount, score, ts");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, sum(status) AS s FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:69: sum over status, a STRING column; write instead: sum over a "
+                + "numeric column");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, sum(score) AS s FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:69: sum over score, a DOUBLE column: a floating-point sum depends on "
+                + "the order of its terms, so the stream's and reconcile's answers could differ; write instead: sum(CAST(score AS DECIMAL(38, 9)))"
+                + " (declare the scale the values need)");
+        Measure cast = PipelineParser.parse("p.sql", EVENTS + "CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, "
+                + "sum(CAST(score AS DECIMAL(20, 4))) AS s FROM STREAM pay GROUP BY window(ts, '1 minute');").tables().get(0).measures().get(0);
+        assertThat(cast.argument()).isEqualTo("CAST(score AS DECIMAL(20,4))");
+        assertThat(cast.resultType()).isEqualTo("DECIMAL(30,4)");
+    }
+
+    @Test
+    void theEventTableIsCheckedBeforeAnyKpi() {
+        assertThat(refusal("CREATE TABLE e (id STRING, ts STRING NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m');"
+                + "\nCREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM e GROUP BY window(ts, '1 minute');"))
+                .isEqualTo("p.sql:1:91: the event time 'ts' is ts STRING NOT NULL; it must be TIMESTAMP NOT NULL; write instead: ts TIMESTAMP NOT NULL");
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
+                + "partitions '3');")).startsWith("p.sql:1:").contains("unknown option 'partitions' of the event table; write instead: one of "
+                + "topic, format, event_time, lateness, drift_threshold");
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING parquet;")).isEqualTo("p.sql:1:1: the event table 'e' is "
+                + "USING parquet; a pipeline's events come from a Kafka topic; write instead: CREATE TABLE e (...) USING kafka OPTIONS (topic "
+                + "'...', event_time '...', lateness '...')");
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
+                + "format 'avro');")).contains("format 'avro' is not read yet; events are JSON objects; write instead: format 'json'");
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL, CONSTRAINT c CHECK (size > 0)) USING kafka OPTIONS (topic 't', "
+                + "event_time 'ts', lateness '1m');")).isEqualTo("p.sql:1:71: a CHECK names 'size', which is not an event column; write "
+                + "instead: one of id, ts");
+    }
+
+    @Test
+    void otherStatementsAndSyntaxErrorsAreRefused() {
+        assertThat(refusal(EVENTS + "INSERT INTO x SELECT 1;")).startsWith("p.sql:5:1: a ").contains("statement; a pipeline file holds one");
+        assertThat(refusal(EVENTS + "CREATE STREAMING TABLE t AS SELEC 1;")).startsWith("p.sql:5:29: Spark SQL cannot parse this: Syntax "
+                + "error at or near 'SELEC'");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: the measure count(*) has no name; write instead: count(*) AS a_name");
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, country, count(*) AS n FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: 'country' is selected but not grouped by, and is not an "
+                + "aggregate; write instead: add it to GROUP BY, or aggregate it: one of " + Measure.Kind.all());
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM pay "
+                + "GROUP BY window(ts, '1 minute');")).contains("reads a table once; a KPI table reads the events as a stream; write instead: "
+                + "FROM STREAM pay");
+        assertThat(kpi("CREATE STREAMING TABLE raw_events AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay "
+                + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:1: 'raw_events' is one of Tidemark's own tables; write instead: "
+                + "another name");
+    }
+
+    /** Every other row of docs/pipelines.md's table of refusals: the statement, then what the one line says. */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', quoteCharacter = '"', textBlock = """
+            no event table          | CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | p.sql:1:1: a KPI table before the event table it reads
+            a second event table    | #; CREATE TABLE b (ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); | a second event table; a pipeline reads one event stream
+            no KPI table            | # | p.sql:1:1: no KPI table over 'pay'
+            no topic                | CREATE TABLE e (ts TIMESTAMP NOT NULL) USING kafka OPTIONS (event_time 'ts', lateness '1m'); | the event table has no option 'topic'
+            no lateness             | CREATE TABLE e (ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts'); | the event table has no option 'lateness'
+            bad lateness            | CREATE TABLE e (ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness 'soon'); | lateness 'soon' is not a duration
+            no such event time      | CREATE TABLE e (ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'at', lateness '1m'); | event_time 'at' is not a column of 'e'
+            drift threshold         | CREATE TABLE e (ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', drift_threshold '5'); | drift_threshold '5' is not a fraction between 0 and 1
+            array column            | CREATE TABLE e (tags ARRAY<STRING>, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); | p.sql:1:17: column 'tags' has type ARRAY<STRING>, which an event cannot carry
+            reserved column         | CREATE TABLE e (source STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); | p.sql:1:17: 'source' is a column Tidemark adds to its tables
+            duplicate column        | CREATE TABLE e (a STRING, A INT, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); | p.sql:1:27: a second column named 'A'
+            unnamed check           | CREATE TABLE e (a INT, ts TIMESTAMP NOT NULL, CHECK (a > 0)) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); | a CHECK without a name
+            aggregate in check      | CREATE TABLE e (a INT, ts TIMESTAMP NOT NULL, CONSTRAINT c CHECK (sum(a) > 0)) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); | a CHECK calls sum; a condition is about one record
+            udf in where            | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay WHERE is_fraud(id) GROUP BY window(ts, '1 minute'); | WHERE calls unknown function 'is_fraud'
+            unknown column in filter| #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) FILTER (WHERE kind = 'x') AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | FILTER names 'kind', which is not an event column
+            duplicate kpi table     | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | a second KPI table named 't'
+            database in name        | #CREATE STREAMING TABLE db.t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | KPI table name 'db.t'
+            other stream            | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM clicks GROUP BY window(ts, '1 minute'); | no event table 'clicks'; this pipeline's events are 'pay'
+            watermark clause        | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay WATERMARK ts DELAY OF INTERVAL 5 MINUTES GROUP BY window(ts, '1 minute'); | a WATERMARK clause; the lateness is declared once
+            having                  | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute') HAVING count(*) > 1; | a KPI table aggregates the events by window
+            union                   | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute') UNION ALL SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | a KPI table aggregates the events by window
+            window function         | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, rank() OVER (ORDER BY ts) AS r, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | is neither the window, a grouped column nor a measure
+            no window               | #CREATE STREAMING TABLE t AS SELECT country, count(*) AS n FROM STREAM pay GROUP BY country; | no window in GROUP BY
+            two windows             | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'), window(ts, '5 minutes'); | a second window in GROUP BY
+            window not selected     | #CREATE STREAMING TABLE t AS SELECT count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'); | the window is grouped by but not selected
+            window over other column| #CREATE STREAMING TABLE t AS SELECT window(id, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(id, '1 minute'); | windows are over the event time 'ts', not id
+            window start offset     | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 hour', '1 hour', '5 minutes') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 hour', '1 hour', '5 minutes'); | a start offset would move windows off midnight
+            group by position       | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, country, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'), 2; | GROUP BY 2; a KPI table groups by its window and event columns
+            group by double         | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, score, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'), score; | GROUP BY score, a DOUBLE column
+            dimension not selected  | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'), country; | 'country' is grouped by but not selected
+            dimension renamed       | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, country AS c, count(*) AS n FROM STREAM pay GROUP BY window(ts, '1 minute'), country; | a dimension renamed (country AS c)
+            no measure              | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, country FROM STREAM pay GROUP BY window(ts, '1 minute'), country; | no measure
+            expression argument     | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, sum(amount * 2) AS s FROM STREAM pay GROUP BY window(ts, '1 minute'); | the argument amount * 2; a measure reads one event column
+            max over boolean        | CREATE TABLE e (ok BOOLEAN, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m'); CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, max(ok) AS m FROM STREAM e GROUP BY window(ts, '1 minute'); | max over ok, a BOOLEAN column
+            percentile range        | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, percentile_approx(amount, 95) AS p FROM STREAM pay GROUP BY window(ts, '1 minute'); | the percentile 95 is not one number between 0 and 1
+            percentile accuracy     | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, percentile_approx(amount, 0.5, 100) AS p FROM STREAM pay GROUP BY window(ts, '1 minute'); | (the sketch's accuracy is Tidemark's)
+            hll precision           | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, approx_count_distinct(id, 0.01) AS d FROM STREAM pay GROUP BY window(ts, '1 minute'); | (the sketch's precision is Tidemark's: lgK 12)
+            percentile of string    | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, percentile_approx(id, 0.5) AS p FROM STREAM pay GROUP BY window(ts, '1 minute'); | percentile_approx over id, a STRING column
+            stored column clash     | #CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, avg(amount) AS a, count(*) AS a_count FROM STREAM pay GROUP BY window(ts, '1 minute'); | would store a column 'a_count' that the table has already
+            """)
+    void everyRefusalSaysWhereWhatAndWhatToWriteInstead(String name, String statements, String says) {
+        String text = statements.startsWith("#") ? EVENTS + statements.substring(1) : statements;
+        assertThat(refusal(text)).contains(says).contains("; write instead: ");
+    }
+}

@@ -1,0 +1,29 @@
+-- The network KPI, Tidemark's default pipeline: data volume and distinct subscribers per cell site,
+-- in 5-minute windows, from the events of a mobile network.
+
+CREATE TABLE events (
+  subscriber_id STRING    NOT NULL,
+  cell_site_id  STRING    NOT NULL,
+  event_ts      TIMESTAMP NOT NULL,
+  volume_gb     DOUBLE    NOT NULL,
+  -- A record that fails a check goes to dead_letter with the check's name, upper-cased, as its reason.
+  CONSTRAINT blank_id          CHECK (trim(subscriber_id) <> '' AND trim(cell_site_id) <> ''),
+  CONSTRAINT non_finite_volume CHECK (NOT isnan(volume_gb) AND abs(volume_gb) < double('infinity')),
+  CONSTRAINT negative_volume   CHECK (volume_gb >= 0),
+  CONSTRAINT volume_too_large  CHECK (volume_gb <= 1e21)
+) USING kafka OPTIONS (
+  topic 'network-events',
+  format 'json',
+  event_time 'event_ts',
+  lateness '10 minutes'
+);
+
+CREATE STREAMING TABLE kpi_5m AS
+SELECT window(event_ts, '5 minutes') AS w,
+       cell_site_id,
+       count(*) AS record_count,
+       -- exact: each volume rounded to 1e-9 GB (one byte), summed as a decimal
+       sum(CAST(volume_gb AS DECIMAL(38, 9))) AS total_gb,
+       approx_count_distinct(subscriber_id) AS subscribers
+FROM STREAM events
+GROUP BY window(event_ts, '5 minutes'), cell_site_id;
