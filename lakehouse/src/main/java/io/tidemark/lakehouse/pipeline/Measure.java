@@ -160,13 +160,16 @@ public record Measure(String name, Kind kind, String column, String argument, Da
     /**
      * Face 3: the exact value over all of a window's records in {@code raw_events}, as reconcile
      * computes it. The same as the partial for what merges exactly; the distinct count and the
-     * percentile themselves where the stream keeps a sketch.
+     * percentile themselves where the stream keeps a sketch (the percentile as the ceil(p * n)-th
+     * smallest value, which percentile_approx estimates).
      */
     public String exact() {
         String f = filtered();
         return switch (kind) {
             case APPROX_COUNT_DISTINCT -> "count(DISTINCT " + argument + ")" + f;
-            case PERCENTILE_APPROX -> "percentile_disc(" + quantile + ") WITHIN GROUP (ORDER BY " + argument + ")" + f;
+            // The ceil(p * n)-th smallest value, in the column's own type (percentile_disc answers in DOUBLE).
+            case PERCENTILE_APPROX -> "try_element_at(sort_array(collect_list(" + argument + ")" + f + "), CAST(greatest(ceil(" + quantile
+                    + " * count(" + argument + ")" + f + "), 1) AS INT))";
             case AVG -> "CAST(sum(" + argument + ")" + f + " / count(" + argument + ")" + f + " AS " + resultType() + ")";
             default -> partial().get(0).substring(0, partial().get(0).lastIndexOf(" AS "));
         };
