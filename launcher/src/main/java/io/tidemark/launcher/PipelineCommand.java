@@ -37,9 +37,7 @@ final class PipelineCommand extends TidemarkCommand {
             }
             try {
                 return PipelineParser.parse(file);
-            } catch (PipelineException e) {
-                throw new UserError(e.getMessage(), e);
-            } catch (UncheckedIOException e) {
+            } catch (PipelineException | UncheckedIOException e) {
                 throw new UserError(e.getMessage(), e);
             }
         }
@@ -65,9 +63,7 @@ final class PipelineCommand extends TidemarkCommand {
             }
             say("KPI tables (drift threshold %s):", percent(p.driftThreshold()));
             for (Pipeline.KpiTable t : p.tables()) {
-                say("  %s: windows of %s%s%s", t.name(), t.window(), t.dimensions().isEmpty() ? "" : " by "
-                        + String.join(", ", t.dimensions().stream().map(Pipeline.Column::name).toList()), t.where() == null ? "" : ", rows where "
-                        + t.where());
+                say("  %s: windows of %s%s", t.name(), t.window(), groupedAndFiltered(t));
                 say("    columns: %s", String.join(", ", t.columns()));
             }
             return Tidemark.OK;
@@ -82,9 +78,7 @@ final class PipelineCommand extends TidemarkCommand {
         public Integer call() {
             Pipeline p = read();
             for (Pipeline.KpiTable t : p.tables()) {
-                say("%s: windows of %s over %s%s%s", t.name(), t.window(), p.events().name(), t.dimensions().isEmpty() ? "" : ", by "
-                        + String.join(", ", t.dimensions().stream().map(Pipeline.Column::name).toList()), t.where() == null ? "" : ", rows where "
-                        + t.where());
+                say("%s: windows of %s over %s%s", t.name(), t.window(), p.events().name(), groupedAndFiltered(t));
                 for (Measure m : t.measures()) {
                     say("  %s = %s", m.name(), m.written());
                     say("    partial, per micro-batch and window: %s", String.join(", ", m.partial()));
@@ -103,6 +97,12 @@ final class PipelineCommand extends TidemarkCommand {
             }
             return Tidemark.OK;
         }
+    }
+
+    /** " by merchant_id, country, rows where status <> 'x'": what a table's rows are grouped by and which records it reads. */
+    private static String groupedAndFiltered(Pipeline.KpiTable t) {
+        return (t.dimensions().isEmpty() ? "" : " by " + String.join(", ", t.dimensions().stream().map(Pipeline.Column::name).toList()))
+                + (t.where() == null ? "" : ", rows where " + t.where());
     }
 
     private static String percent(double fraction) {

@@ -85,11 +85,16 @@ public record Measure(String name, Kind kind, String column, String argument, Da
     public String resultType() {
         return switch (kind) {
             case COUNT_ALL, COUNT, APPROX_COUNT_DISTINCT -> "BIGINT";
-            case SUM -> argType instanceof DecimalType d ? new DecimalType(Math.min(38, d.precision() + 10), d.scale()).sql() : "BIGINT";
+            case SUM -> sumType();
             case MIN, MAX, PERCENTILE_APPROX -> argType.sql();
             case AVG -> argType instanceof DecimalType d
                     ? new DecimalType(Math.min(38, d.precision() + 4), Math.min(38, d.scale() + 4)).sql() : "DOUBLE";
         };
+    }
+
+    /** The type of sum(argument), as Spark gives it: 10 more digits for a decimal, BIGINT for whole numbers. */
+    private String sumType() {
+        return argType instanceof DecimalType d ? new DecimalType(Math.min(38, d.precision() + 10), d.scale()).sql() : "BIGINT";
     }
 
     /** The sketch's name in Spark's function names: bigint for whole numbers, double for the rest. */
@@ -104,8 +109,7 @@ public record Measure(String name, Kind kind, String column, String argument, Da
     /** The columns stored for it in the KPI table: the value, and what merging needs besides (a sum and count, a sketch). */
     public List<String> storedColumns() {
         return switch (kind) {
-            case AVG -> List.of(name + " " + resultType(), name + "_sum " + new Measure(name, Kind.SUM, column, argument, argType, filter,
-                    quantile, at).resultType(), name + "_count BIGINT");
+            case AVG -> List.of(name + " " + resultType(), name + "_sum " + sumType(), name + "_count BIGINT");
             case APPROX_COUNT_DISTINCT, PERCENTILE_APPROX -> List.of(name + " " + resultType(), name + "_sketch BINARY");
             default -> List.of(name + " " + resultType());
         };
