@@ -587,6 +587,12 @@ public final class LocalKafkaBroker implements AutoCloseable {
     // 2 MiB, so oversized test messages reach consumers instead of being rejected by the broker.
     p.put("message.max.bytes", "2097152");
     p.put("replica.fetch.max.bytes", "2097152");
+    // Retention by size, not by age: Kafka's time retention compares a record's own timestamp with
+    // the clock, so history replayed or crafted with past timestamps (a backfill, a test's fixed
+    // dates) would be deleted minutes after it was written once it is older than 7 days, and a
+    // stream reading it would find its offsets gone. 1 GiB per partition bounds the disk instead.
+    p.put("log.retention.ms", "-1");
+    p.put("log.retention.bytes", "1073741824");
     // The cleaner's dedupe buffer is allocated on the heap up front (default 128 MiB of a 512 MiB heap).
     p.put("log.cleaner.dedupe.buffer.size", "33554432");
     p.putAll(overrides);
