@@ -18,7 +18,10 @@ CREATE TABLE events (
   lateness '10 minutes'
 );
 
-CREATE STREAMING TABLE kpi_5m AS
+-- The sketch behind the subscriber estimate keeps the column name kpi_5m has always had.
+CREATE STREAMING TABLE kpi_5m
+TBLPROPERTIES ('subscribers.sketch_column' = 'subscriber_sketch')
+AS
 SELECT window(event_ts, '5 minutes') AS w,
        cell_site_id,
        count(*) AS record_count,

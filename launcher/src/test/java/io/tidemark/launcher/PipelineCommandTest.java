@@ -27,10 +27,12 @@ class PipelineCommandTest {
                 "KPI tables (drift threshold 0.50 %):\n",
                 "  merchant_1m: windows of 1 minute (tumbling) by merchant_id, country\n",
                 "  country_1h: windows of 1 hour every 15 minutes (hopping) by country, rows where status <> 'refunded'\n",
-                "    columns: window_start TIMESTAMP NOT NULL, window_end TIMESTAMP NOT NULL, country STRING, txns BIGINT, "
-                        + "avg_amount DECIMAL(16,6), avg_amount_sum DECIMAL(22,2), avg_amount_count BIGINT, min_amount DECIMAL(12,2), "
-                        + "users BIGINT, users_sketch BINARY, event_date DATE NOT NULL, is_final BOOLEAN NOT NULL, source STRING NOT NULL, "
-                        + "updated_at TIMESTAMP NOT NULL\n");
+                "    columns: window_start TIMESTAMP NOT NULL, window_end TIMESTAMP NOT NULL, country STRING NOT NULL, txns BIGINT NOT NULL, "
+                        + "avg_amount DECIMAL(16,6) NOT NULL, avg_amount_sum DECIMAL(22,2) NOT NULL, avg_amount_count BIGINT NOT NULL, "
+                        + "min_amount DECIMAL(12,2) NOT NULL, users BIGINT NOT NULL, users_sketch BINARY NOT NULL, is_final BOOLEAN NOT NULL, "
+                        + "source STRING NOT NULL, updated_at TIMESTAMP NOT NULL, stream_batch_id BIGINT, event_date DATE NOT NULL\n",
+                // A FILTERed measure may have no value in a window: its column may be null.
+                "approved_amount DECIMAL(22,2), declined BIGINT NOT NULL,");
     }
 
     @Test

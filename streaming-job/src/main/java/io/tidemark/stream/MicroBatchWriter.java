@@ -26,6 +26,8 @@ import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.late.LateRecordRouter;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
@@ -50,11 +52,14 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private final Lakehouse lakehouse;
     private final RecordClassifier classifier;
     private final BatchListener listener;
+    /** What the stream computes: kpi_5m is the pipeline's KPI table of that name. */
+    private final Pipeline pipeline;
 
     private transient WatermarkLedger ledger;
     /** Tables that already hold the current batch: only ever non-empty for the first batch after a restart. */
     private transient java.util.Set<Table> alreadyCommitted = java.util.EnumSet.noneOf(Table.class);
     private transient OpenWindowKpis kpis;
+
     private transient ExecutorService writers;
     /** The leases of the lakehouse and the checkpoint, checked before each batch writes. */
     private transient List<StreamLease> leases = List.of();
@@ -74,6 +79,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         this.config = config;
         this.lakehouse = Lakehouse.of(config);
         this.classifier = new RecordClassifier(config.maxMessageBytes(), config.clockSkew(), config.maxEventAge(), config.window());
+        this.pipeline = Pipeline.of(config);
         this.listener = listener;
     }
 
@@ -103,6 +109,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         for (StreamLease lease : leases) {
             lease.requireHeld();
         }
+        if (kpis == null) {
+            Pipeline.KpiTable kpi5m = pipeline.table(Table.KPI_5M.tableName()).orElseThrow();
+            kpis = new OpenWindowKpis(lakehouse, new KpiAggregation(kpi5m, pipeline.events().eventTime()), Table.KPI_5M);
+        }
         WatermarkLedger.Position position = positionFor(spark, batchId, queryId);
         long watermarkMs = position.watermarkMs();
         trace(batchId, "position", startedNanos);
@@ -111,7 +121,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         try {
             // The one action over the whole batch before the writes: fills the cache and gives the
             // counts, the watermark input and the on-time partial KPIs in one pass.
-            List<Row> summary = RecordClassifier.summary(classified).collectAsList();
+            List<Row> summary = RecordClassifier.summary(classified, List.of(kpis.aggregation()), Watermark.ofMillis(watermarkMs))
+                    .collectAsList();
             long onTime = 0;
             long late = 0;
             long invalid = 0;
@@ -120,16 +131,16 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             List<Row> partials = new ArrayList<>();
             for (Row r : summary) {
                 String kind = r.getString(r.fieldIndex("kind"));
-                if (kind.equals(RecordClassifier.PARTITION)) {
-                    maxEventMsByPartition.put(r.getInt(r.fieldIndex("kafka_partition")), r.getLong(r.fieldIndex("max_event_ms")));
+                if (kind.equals(RecordClassifier.KPI)) {
+                    partials.add(r);
                     continue;
                 }
-                long n = r.getLong(r.fieldIndex("record_count"));
+                long n = r.getLong(r.fieldIndex("records"));
+                if (!r.isNullAt(r.fieldIndex("max_event_ms"))) {
+                    maxEventMsByPartition.merge(r.getInt(r.fieldIndex("kafka_partition")), r.getLong(r.fieldIndex("max_event_ms")), Math::max);
+                }
                 switch (kind) {
-                    case RecordClassifier.ON_TIME -> {
-                        onTime += n;
-                        partials.add(r);
-                    }
+                    case RecordClassifier.ON_TIME -> onTime += n;
                     case RecordClassifier.LATE -> late += n;
                     default -> {
                         invalid += n;
@@ -172,13 +183,13 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 }));
             }
             Future<Long> kpi = null;
-            if (onTime > 0 || entry.nextWatermarkMs() > entry.watermarkMs()) {
+            if (!partials.isEmpty() || entry.nextWatermarkMs() > entry.watermarkMs()) {
                 kpi = submit(spark, () -> {
                     long t0 = System.nanoTime();
                     if (alreadyCommitted.contains(Table.KPI_5M)) {
                         return 0L;
                     }
-                    long rows = kpis.write(spark, partials, entry);
+                    long rows = kpis.write(spark, partials, 0, entry);
                     trace(batchId, "kpi_5m", t0);
                     CrashPoint.AFTER_KPI_WRITE.reached(batchId);
                     return rows;
@@ -237,9 +248,6 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             alreadyCommitted = committedTables(spark, batchId);
             if (!alreadyCommitted.isEmpty()) {
                 LOG.info("batch {} is a replay: already in {}; writing only the rest", batchId, alreadyCommitted);
-            }
-            if (kpis == null) {
-                kpis = new OpenWindowKpis(lakehouse, config.window());
             }
             kpis.reset();
         }

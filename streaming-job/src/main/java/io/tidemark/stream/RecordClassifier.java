@@ -1,6 +1,7 @@
 package io.tidemark.stream;
 
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
 import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.max;
@@ -8,6 +9,7 @@ import static org.apache.spark.sql.functions.udf;
 import static org.apache.spark.sql.functions.when;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.spark.sql.Column;
@@ -19,7 +21,8 @@ import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
-import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.late.LateRecordRouter;
 
 /**
@@ -112,25 +115,43 @@ public final class RecordClassifier {
     public static final String ON_TIME = "on_time";
     public static final String LATE = "late";
     public static final String INVALID = "invalid";
-    /** A summary row of one Kafka partition's valid records: {@code kafka_partition} and its {@code max_event_ms}. */
-    public static final String PARTITION = "partition";
+    /** A summary row of a KPI table's partial aggregate: {@code kpi} is the table's index in the pipeline. */
+    public static final String KPI = "kpi";
 
     /**
-     * One action over the classified batch: the partial KPIs ({@link KpiComputation#partialKpis}) per
-     * {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}) and {@code reason} (null for
-     * valid rows; invalid rows form one group per reason, with null window and cell), and one
-     * {@link #PARTITION} row per Kafka partition with valid records, with {@code kafka_partition} and
-     * {@code max_event_ms}, its newest valid event time. The on-time rows are the batch's contribution
-     * to kpi_5m; the rest are its counts and its watermark input.
+     * One action over the classified batch, two kinds of rows:
+     * <ul>
+     * <li>per {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}), {@code reason} (null for
+     *   valid records) and {@code kafka_partition}: {@code records} and {@code max_event_ms}, the newest
+     *   valid event time (null for invalid records): the batch's counts and its watermark input;</li>
+     * <li>{@code kind = }{@link #KPI}, per KPI table ({@code kpi}, its index) and window and dimensions:
+     *   the table's partial aggregate of the records its windows still take
+     *   ({@link KpiAggregation#partials}), each state column and {@code updated_at} named
+     *   {@link #partialColumn} so that two tables' columns never meet.</li>
+     * </ul>
      */
-    public static Dataset<Row> summary(Dataset<Row> classified) {
+    public static Dataset<Row> summary(Dataset<Row> classified, List<KpiAggregation> tables, Watermark watermark) {
         Column kind = when(col("reason").isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as("kind");
-        Dataset<Row> kpis = KpiComputation.partialKpis(classified, List.of(kind, col("reason")), List.of());
-        Dataset<Row> partitions = classified.filter(col("reason").isNull())
-                .groupBy(col("kafka_partition"))
-                .agg(max(expr("unix_millis(event_ts)")).as("max_event_ms"))
-                .withColumn("kind", lit(PARTITION));
-        return kpis.unionByName(partitions, true);
+        Dataset<Row> out = classified.groupBy(kind, col("reason"), col("kafka_partition"))
+                .agg(count(lit(1)).as("records"), max(expr("unix_millis(event_ts)")).as("max_event_ms"));
+        Dataset<Row> valid = classified.filter(col("reason").isNull());
+        for (int i = 0; i < tables.size(); i++) {
+            KpiAggregation t = tables.get(i);
+            List<Column> columns = new ArrayList<>(List.of(lit(KPI).as("kind"), lit(i).as("kpi")));
+            KpiAggregation.WINDOW_COLUMNS.forEach(c -> columns.add(col(c)));
+            t.dimensions().forEach(d -> columns.add(col(d)));
+            for (String s : t.state()) {
+                columns.add(col(s).as(partialColumn(i, s)));
+            }
+            columns.add(col("updated_at").as(partialColumn(i, "updated_at")));
+            out = out.unionByName(t.partials(valid, watermark).select(columns.toArray(Column[]::new)), true);
+        }
+        return out;
+    }
+
+    /** The name in {@link #summary} of KPI table {@code kpi}'s partial column {@code column}. */
+    public static String partialColumn(int kpi, String column) {
+        return "kpi" + kpi + "_" + column;
     }
 
     /** Late valid rows, still carrying every classified column. */

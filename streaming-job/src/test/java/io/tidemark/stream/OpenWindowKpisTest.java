@@ -8,10 +8,14 @@ import java.time.LocalDate;
 import java.util.List;
 
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+
+import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.lakehouse.pipeline.Pipeline;
 
 /**
  * The driver-side merge of open windows must leave in kpi_5m exactly what Spark's own functions
@@ -38,8 +42,25 @@ class OpenWindowKpisTest {
                 .first().get(0);
     }
 
+    /** The stream's aggregation of kpi_5m, as the network pipeline declares it. */
+    private static final KpiAggregation KPI_5M = new KpiAggregation(
+            Pipeline.of(io.tidemark.lakehouse.TidemarkConfig.defaults()).table("kpi_5m").orElseThrow(), "event_ts");
+
+    /** A state of kpi_5m: record_count, total_gb, subscriber_sketch. */
+    private static OpenWindowKpis.Kpi kpi(LocalDate day, long count, BigDecimal totalGb, byte[] sketch, Timestamp updatedAt) {
+        return new OpenWindowKpis.Kpi(day, new Object[] {count, totalGb, sketch}, updatedAt);
+    }
+
+    /** The subscribers column kpi_5m stores for a merged state: the projection the stream writes with. */
+    private static long subscribers(OpenWindowKpis.Kpi k) {
+        Row row = RowFactory.create(Timestamp.valueOf("2026-11-28 10:00:00"), Timestamp.valueOf("2026-11-28 10:05:00"), "cell-1",
+                k.state()[0], k.state()[1], k.state()[2], false, "stream", k.updatedAt(), 1L, java.sql.Date.valueOf(k.day()));
+        return KPI_5M.stored(spark.createDataFrame(List.of(row), KPI_5M.stateRowSchema())).first().getLong(5);
+    }
+
     @Test
     void mergeMatchesSparksUnionAndEstimate() {
+        assertThat(KPI_5M.state()).containsExactly("record_count", "total_gb", "subscriber_sketch");
         // Small sketches (list/set mode) and large ones (HLL mode) both.
         for (int[] r : new int[][] {{0, 5, 3, 9}, {0, 400, 200, 900}, {0, 20_000, 10_000, 45_000}}) {
             byte[] a = sketchOf(r[0], r[1]);
@@ -50,19 +71,19 @@ class OpenWindowKpisTest {
             Row expected = spark.sql("SELECT u, hll_sketch_estimate(u) FROM (SELECT hll_union_agg(s) AS u FROM sketches)").first();
 
             LocalDate day = LocalDate.of(2026, 11, 28);
-            OpenWindowKpis.Kpi x = new OpenWindowKpis.Kpi(day, 2, new BigDecimal("1.250000000"), a, Timestamp.valueOf("2026-11-28 10:00:00"));
-            OpenWindowKpis.Kpi y = new OpenWindowKpis.Kpi(day, 3, new BigDecimal("0.000000001"), b, Timestamp.valueOf("2026-11-28 10:00:05"));
-            OpenWindowKpis.Kpi merged = x.plus(y);
+            OpenWindowKpis.Kpi x = kpi(day, 2, new BigDecimal("1.250000000"), a, Timestamp.valueOf("2026-11-28 10:00:00"));
+            OpenWindowKpis.Kpi y = kpi(day, 3, new BigDecimal("0.000000001"), b, Timestamp.valueOf("2026-11-28 10:00:05"));
+            OpenWindowKpis.Kpi merged = x.plus(y, KPI_5M);
 
-            assertThat(merged.sketch()).as("union of %s", java.util.Arrays.toString(r)).isEqualTo((byte[]) expected.get(0));
-            assertThat(merged.subscribers()).isEqualTo(expected.getLong(1));
-            assertThat(merged.count()).isEqualTo(5);
-            assertThat(merged.totalGb()).isEqualTo(new BigDecimal("1.250000001"));
+            assertThat((byte[]) merged.state()[2]).as("union of %s", java.util.Arrays.toString(r)).isEqualTo((byte[]) expected.get(0));
+            assertThat(subscribers(merged)).isEqualTo(expected.getLong(1));
+            assertThat(merged.state()[0]).isEqualTo(5L);
+            assertThat(merged.state()[1]).isEqualTo(new BigDecimal("1.250000001"));
             assertThat(merged.updatedAt()).isEqualTo(Timestamp.valueOf("2026-11-28 10:00:05"));
         }
         // The estimates are the distinct counts within HLL's error (exact while small).
-        assertThat(new OpenWindowKpis.Kpi(LocalDate.of(2026, 11, 28), 1, BigDecimal.ONE, sketchOf(0, 5), Timestamp.valueOf("2026-11-28 10:00:00"))
-                .plus(new OpenWindowKpis.Kpi(LocalDate.of(2026, 11, 28), 1, BigDecimal.ONE, sketchOf(3, 9), Timestamp.valueOf("2026-11-28 10:00:00")))
-                .subscribers()).isEqualTo(9);
+        assertThat(subscribers(kpi(LocalDate.of(2026, 11, 28), 1, BigDecimal.ONE, sketchOf(0, 5), Timestamp.valueOf("2026-11-28 10:00:00"))
+                .plus(kpi(LocalDate.of(2026, 11, 28), 1, BigDecimal.ONE, sketchOf(3, 9), Timestamp.valueOf("2026-11-28 10:00:00")), KPI_5M)))
+                .isEqualTo(9);
     }
 }

@@ -22,6 +22,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.lakehouse.pipeline.Pipeline;
+
 /**
  * A hand-made micro-batch of Kafka records through the classifier: two on time, one late, two
  * invalid; the kind of each, the reasons, and the one-pass summary with the on-time partial KPI row.
@@ -122,41 +127,51 @@ class RecordClassifierTest {
         assertThat((byte[]) invalid.get(1).get(2)).isEqualTo("sub-4".getBytes(StandardCharsets.UTF_8));
     }
 
+    /** kpi_5m as the network pipeline declares it, with this test's 10-minute windows. */
+    private static final List<KpiAggregation> KPI_10M = List.of(new KpiAggregation(Pipeline.of(TidemarkConfig.builder()
+            .set("window", "10 minutes").build()).table("kpi_5m").orElseThrow(), "event_ts"));
+
+    private Dataset<Row> summary(long watermarkMs) {
+        return RecordClassifier.summary(classifier.classify(batch(), watermarkMs), KPI_10M, Watermark.ofMillis(watermarkMs));
+    }
+
     @Test
     void summaryCountsEachKindAndGivesTheOnTimePartialKpis() {
-        Dataset<Row> summary = RecordClassifier.summary(classifier.classify(batch(), WATERMARK_MS));
+        Dataset<Row> summary = summary(WATERMARK_MS);
 
         assertThat(Arrays.stream(summary.schema().fields()).map(StructField::name)).containsExactly(
-                "kind", "reason", "event_date", "window_start", "window_end", "cell_site_id",
-                "record_count", "total_gb", "subscriber_sketch", "updated_at", "kafka_partition", "max_event_ms");
+                "kind", "reason", "kafka_partition", "records", "max_event_ms", "kpi", "event_date", "window_start", "window_end",
+                "cell_site_id", "kpi0_record_count", "kpi0_total_gb", "kpi0_subscriber_sketch", "kpi0_updated_at");
         LocalDate day = LocalDate.of(2026, 11, 29);
-        assertThat(values(summary.selectExpr("kind", "reason", "event_date", "window_start", "window_end", "cell_site_id", "record_count",
-                "total_gb", "hll_sketch_estimate(subscriber_sketch)", "updated_at", "kafka_partition", "max_event_ms")
-                .orderBy("kind", "reason", "kafka_partition")))
+        assertThat(values(summary.selectExpr("kind", "reason", "kafka_partition", "records", "max_event_ms")
+                .where("kind <> 'kpi'").orderBy("kind", "reason", "kafka_partition")))
                 .containsExactly(
-                        // invalid rows form one group per reason: no window, no cell, no volume, no subscriber, no event time
-                        row(RecordClassifier.INVALID, "MISSING_FIELD", null, null, null, null, 1L, null, 0L, t("2026-11-29T14:20:05Z"), null, null),
-                        row(RecordClassifier.INVALID, "NOT_JSON", null, null, null, null, 1L, null, 0L, t("2026-11-29T14:20:04Z"), null, null),
-                        row(RecordClassifier.LATE, null, day, t("2026-11-29T13:50:00Z"), t("2026-11-29T14:00:00Z"), "cell-A", 1L,
-                                new BigDecimal("7.500000000"), 1L, t("2026-11-29T14:20:03Z"), null, null),
-                        // the batch's contribution to kpi_5m: 0.1 + 0.2 exactly, two subscribers, the newest ingest time
-                        row(RecordClassifier.ON_TIME, null, day, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), "cell-A", 2L,
-                                new BigDecimal("0.300000000"), 2L, t("2026-11-29T14:20:02.500Z"), null, null),
+                        // invalid records form one group per reason: no event time
+                        row(RecordClassifier.INVALID, "MISSING_FIELD", 0, 1L, null),
+                        row(RecordClassifier.INVALID, "NOT_JSON", 0, 1L, null),
                         // the watermark's input: each partition's newest valid event time, late records included
-                        row(RecordClassifier.PARTITION, null, null, null, null, null, null, null, null, null, 0,
-                                t("2026-11-29T14:19:59.999Z").toEpochMilli()),
-                        row(RecordClassifier.PARTITION, null, null, null, null, null, null, null, null, null, 1,
-                                t("2026-11-29T13:55:00Z").toEpochMilli()));
+                        row(RecordClassifier.LATE, null, 1, 1L, t("2026-11-29T13:55:00Z").toEpochMilli()),
+                        row(RecordClassifier.ON_TIME, null, 0, 2L, t("2026-11-29T14:19:59.999Z").toEpochMilli()));
+        assertThat(values(summary.selectExpr("kpi", "event_date", "window_start", "window_end", "cell_site_id", "kpi0_record_count",
+                "kpi0_total_gb", "hll_sketch_estimate(kpi0_subscriber_sketch)", "kpi0_updated_at").where("kind = 'kpi'")))
+                .containsExactly(
+                        // the batch's contribution to kpi_5m: 0.1 + 0.2 exactly, two subscribers, the newest ingest time; the late
+                        // record's window has closed, so it has none
+                        row(0, day, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), "cell-A", 2L,
+                                new BigDecimal("0.300000000"), 2L, t("2026-11-29T14:20:02.500Z")));
     }
 
     @Test
     void theSameBatchBeforeAnyWatermarkHasNothingLate() {
-        Dataset<Row> summary = RecordClassifier.summary(classifier.classify(batch(), 0L));
-        assertThat(values(summary.select("kind", "window_start", "record_count").where("kind <> 'partition'")
-                .orderBy("kind", "window_start", "reason"))).containsExactly(
-                row(RecordClassifier.INVALID, null, 1L),
-                row(RecordClassifier.INVALID, null, 1L),
-                row(RecordClassifier.ON_TIME, t("2026-11-29T13:50:00Z"), 1L),
-                row(RecordClassifier.ON_TIME, t("2026-11-29T14:10:00Z"), 2L));
+        Dataset<Row> summary = summary(0L);
+        assertThat(values(summary.select("kind", "reason", "records").where("kind <> 'kpi'").orderBy("kind", "reason", "kafka_partition")))
+                .containsExactly(
+                        row(RecordClassifier.INVALID, "MISSING_FIELD", 1L),
+                        row(RecordClassifier.INVALID, "NOT_JSON", 1L),
+                        row(RecordClassifier.ON_TIME, null, 2L), // partition 0
+                        row(RecordClassifier.ON_TIME, null, 1L)); // partition 1: the record late above
+        assertThat(values(summary.select("window_start", "kpi0_record_count").where("kind = 'kpi'").orderBy("window_start"))).containsExactly(
+                row(t("2026-11-29T13:50:00Z"), 1L),
+                row(t("2026-11-29T14:10:00Z"), 2L));
     }
 }

@@ -1,8 +1,14 @@
 package io.tidemark.lakehouse.pipeline;
 
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.apache.datasketches.hll.HllSketch;
+import org.apache.datasketches.hll.Union;
+import org.apache.datasketches.kll.KllDoublesSketch;
+import org.apache.datasketches.kll.KllLongsSketch;
+import org.apache.datasketches.memory.Memory;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
@@ -27,9 +33,29 @@ import org.apache.spark.sql.types.FloatType;
  * @param argType  the argument's type (after a CAST); null for {@code count(*)}
  * @param filter   the FILTER (WHERE ...) condition as written, or null
  * @param quantile for {@code percentile_approx}: the percentile, in (0, 1); else NaN
+ * @param sketch   for a sketch measure: the column that stores the sketch ({@code <name>_sketch} unless the table's
+ *                 {@code TBLPROPERTIES ('<name>.sketch_column' = '...')} names it); else null
+ * @param notNull  whether every row has a value: a count always; the rest when no FILTER can leave a window without
+ *                 records to aggregate and the column is NOT NULL
  */
 public record Measure(String name, Kind kind, String column, String argument, DataType argType, String filter, double quantile,
-                      Pipeline.Position at) {
+                      String sketch, boolean notNull, Pipeline.Position at) {
+
+    public Measure {
+        if (sketch == null && (kind == Kind.APPROX_COUNT_DISTINCT || kind == Kind.PERCENTILE_APPROX)) {
+            sketch = name + "_sketch";
+        }
+    }
+
+    /** This measure with its sketch stored in column {@code column}. */
+    public Measure withSketchColumn(String column) {
+        return new Measure(name, kind, this.column, argument, argType, filter, quantile, column, notNull, at);
+    }
+
+    /** Whether the stream keeps a sketch for it (an estimate until reconcile). */
+    public boolean sketched() {
+        return sketch != null;
+    }
 
     /** lgK of the HLL sketches: about 1.6 % standard error, 2-4 KB per row (as the network KPI has always used). */
     public static final int HLL_LG_K = 12;
@@ -108,10 +134,11 @@ public record Measure(String name, Kind kind, String column, String argument, Da
 
     /** The columns stored for it in the KPI table: the value, and what merging needs besides (a sum and count, a sketch). */
     public List<String> storedColumns() {
+        String nn = notNull ? " NOT NULL" : "";
         return switch (kind) {
-            case AVG -> List.of(name + " " + resultType(), name + "_sum " + sumType(), name + "_count BIGINT");
-            case APPROX_COUNT_DISTINCT, PERCENTILE_APPROX -> List.of(name + " " + resultType(), name + "_sketch BINARY");
-            default -> List.of(name + " " + resultType());
+            case AVG -> List.of(name + " " + resultType() + nn, name + "_sum " + sumType() + nn, name + "_count BIGINT NOT NULL");
+            case APPROX_COUNT_DISTINCT, PERCENTILE_APPROX -> List.of(name + " " + resultType() + nn, sketch + " BINARY" + nn);
+            default -> List.of(name + " " + resultType() + nn);
         };
     }
 
@@ -125,8 +152,8 @@ public record Measure(String name, Kind kind, String column, String argument, Da
             case MIN -> List.of("min(" + argument + ")" + f + " AS " + name);
             case MAX -> List.of("max(" + argument + ")" + f + " AS " + name);
             case AVG -> List.of("sum(" + argument + ")" + f + " AS " + name + "_sum", "count(" + argument + ")" + f + " AS " + name + "_count");
-            case APPROX_COUNT_DISTINCT -> List.of("hll_sketch_agg(" + argument + ", " + HLL_LG_K + ")" + f + " AS " + name + "_sketch");
-            case PERCENTILE_APPROX -> List.of("kll_sketch_agg_" + kllType() + "(" + kllInput() + ")" + f + " AS " + name + "_sketch");
+            case APPROX_COUNT_DISTINCT -> List.of("hll_sketch_agg(" + argument + ", " + HLL_LG_K + ")" + f + " AS " + sketch);
+            case PERCENTILE_APPROX -> List.of("kll_sketch_agg_" + kllType() + "(" + kllInput() + ")" + f + " AS " + sketch);
         };
     }
 
@@ -139,11 +166,80 @@ public record Measure(String name, Kind kind, String column, String argument, Da
             case MAX -> List.of("greatest(s." + name + ", b." + name + ") AS " + name);
             case AVG -> List.of(nullSafe("s." + name + "_sum + b." + name + "_sum", name + "_sum") + " AS " + name + "_sum",
                     "s." + name + "_count + b." + name + "_count AS " + name + "_count");
-            case APPROX_COUNT_DISTINCT -> List.of(nullSafe("hll_union(s." + name + "_sketch, b." + name + "_sketch)", name + "_sketch") + " AS "
-                    + name + "_sketch");
-            case PERCENTILE_APPROX -> List.of(nullSafe("kll_sketch_merge_" + kllType() + "(s." + name + "_sketch, b." + name + "_sketch)",
-                    name + "_sketch") + " AS " + name + "_sketch");
+            case APPROX_COUNT_DISTINCT -> List.of(nullSafe("hll_union(s." + sketch + ", b." + sketch + ")", sketch) + " AS " + sketch);
+            case PERCENTILE_APPROX -> List.of(nullSafe("kll_sketch_merge_" + kllType() + "(s." + sketch + ", b." + sketch + ")", sketch)
+                    + " AS " + sketch);
         };
+    }
+
+    /**
+     * The columns a micro-batch's partial gives and a stored row keeps to merge the next one, as
+     * {@code name TYPE}, in {@link #partial} order: the value itself for what merges as it is, the sum
+     * and count of an avg, the sketch of an estimate.
+     */
+    public List<String> stateColumns() {
+        return switch (kind) {
+            case AVG -> List.of(name + "_sum " + sumType(), name + "_count BIGINT");
+            case APPROX_COUNT_DISTINCT, PERCENTILE_APPROX -> List.of(sketch + " BINARY");
+            default -> List.of(name + " " + resultType());
+        };
+    }
+
+    /**
+     * Face 2 as the stream runs it, on the driver: the state values of a stored row {@code s} and of a
+     * batch's partial {@code b} (each in {@link #stateColumns} order) merged, as {@link #merge} says in
+     * SQL (MeasureFacesTest holds the two equal). A null is a side no record passed the FILTER of.
+     * The sketches merge as Spark's {@code hll_union} and {@code kll_sketch_merge_*} do: a union of the
+     * first sketch's lgK updated with both (HLL), the first sketch heapified and the second merged in (KLL).
+     */
+    public Object[] mergeState(Object[] s, Object[] b) {
+        Object[] out = new Object[s.length];
+        for (int i = 0; i < s.length; i++) {
+            out[i] = s[i] == null ? b[i] : b[i] == null ? s[i] : merge(s[i], b[i]);
+        }
+        return out;
+    }
+
+    private Object merge(Object s, Object b) {
+        return switch (kind) {
+            case COUNT_ALL, COUNT, SUM, AVG -> add(s, b);
+            case MIN -> compare(s, b) <= 0 ? s : b;
+            case MAX -> compare(s, b) >= 0 ? s : b;
+            case APPROX_COUNT_DISTINCT -> {
+                HllSketch first = HllSketch.wrap(
+                        Memory.wrap((byte[]) s));
+                Union union = new Union(first.getLgConfigK());
+                union.update(first);
+                union.update(HllSketch.wrap(Memory.wrap((byte[]) b)));
+                yield union.toUpdatableByteArray();
+            }
+            case PERCENTILE_APPROX -> {
+                if (kllType().equals("double")) {
+                    KllDoublesSketch first = KllDoublesSketch.heapify(
+                            Memory.wrap((byte[]) s));
+                    first.merge(KllDoublesSketch.wrap(Memory.wrap((byte[]) b)));
+                    yield first.toByteArray();
+                }
+                KllLongsSketch first = KllLongsSketch.heapify(
+                        Memory.wrap((byte[]) s));
+                first.merge(KllLongsSketch.wrap(Memory.wrap((byte[]) b)));
+                yield first.toByteArray();
+            }
+        };
+    }
+
+    /** A sum of two values of the same SQL type: BIGINT (count, a sum of whole numbers) or DECIMAL. */
+    private static Object add(Object s, Object b) {
+        if (s instanceof Long l) {
+            return l + (Long) b;
+        }
+        return ((BigDecimal) s).add((BigDecimal) b);
+    }
+
+    /** Spark's ordering of two values of the column's type (NaN above every other double, as Spark orders it). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static int compare(Object s, Object b) {
+        return ((Comparable) s).compareTo(b);
     }
 
     /** A merge that keeps one side where the other has nothing (no record passed the FILTER yet). */
@@ -155,8 +251,8 @@ public record Measure(String name, Kind kind, String column, String argument, Da
     public String value() {
         return switch (kind) {
             case AVG -> "CAST(" + name + "_sum / " + name + "_count AS " + resultType() + ")";
-            case APPROX_COUNT_DISTINCT -> "hll_sketch_estimate(" + name + "_sketch)";
-            case PERCENTILE_APPROX -> "CAST(kll_sketch_get_quantile_" + kllType() + "(" + name + "_sketch, " + quantile + ") AS " + resultType() + ")";
+            case APPROX_COUNT_DISTINCT -> "hll_sketch_estimate(" + sketch + ")";
+            case PERCENTILE_APPROX -> "CAST(kll_sketch_get_quantile_" + kllType() + "(" + sketch + ", " + quantile + ") AS " + resultType() + ")";
             default -> name;
         };
     }
@@ -187,6 +283,6 @@ public record Measure(String name, Kind kind, String column, String argument, Da
 
     /** Whether the stream's value is already the exact one (only sketches are estimates until reconcile). */
     public boolean exactWhileStreaming() {
-        return kind != Kind.APPROX_COUNT_DISTINCT && kind != Kind.PERCENTILE_APPROX;
+        return !sketched();
     }
 }

@@ -24,6 +24,22 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         tables = List.copyOf(tables);
     }
 
+    /**
+     * The pipeline the jobs run with {@code config}: the shipped network pipeline
+     * ({@link PipelineParser#DEFAULT}) with the settings {@code topic}, {@code window} and
+     * {@code lateness} applied, which predate pipeline files and keep meaning what they did (their
+     * defaults are the file's values).
+     */
+    public static Pipeline of(io.tidemark.lakehouse.TidemarkConfig config) {
+        Pipeline p = PipelineParser.shipped(PipelineParser.DEFAULT);
+        EventTable e = p.events();
+        EventTable events = new EventTable(e.name(), e.columns(), e.checks(), config.topic(), e.format(), e.eventTime(), config.lateness(), e.at());
+        Window window = new Window(config.window(), config.window());
+        List<KpiTable> tables = p.tables().stream()
+                .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.at())).toList();
+        return new Pipeline(p.file(), events, tables, p.driftThreshold());
+    }
+
     /** The KPI table named {@code name}, if the pipeline declares it. */
     public Optional<KpiTable> table(String name) {
         return tables.stream().filter(t -> t.name().equals(name)).findFirst();
@@ -112,12 +128,16 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
             measures = List.copyOf(measures);
         }
 
-        /** The table's columns: window bounds, dimensions, each measure's stored columns, then Tidemark's own. */
+        /**
+         * The table's columns, as {@code name TYPE}: window bounds, dimensions, each measure's stored
+         * columns, then Tidemark's own (is_final, source, updated_at, the stream's batch, event_date).
+         */
         public List<String> columns() {
             List<String> out = new ArrayList<>(List.of("window_start TIMESTAMP NOT NULL", "window_end TIMESTAMP NOT NULL"));
-            dimensions.forEach(d -> out.add(d.name() + " " + d.sqlType()));
+            dimensions.forEach(d -> out.add(d.toString()));
             measures.forEach(m -> out.addAll(m.storedColumns()));
-            out.addAll(List.of("event_date DATE NOT NULL", "is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL"));
+            out.addAll(List.of("is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL", "stream_batch_id BIGINT",
+                    "event_date DATE NOT NULL"));
             return out;
         }
     }

@@ -37,6 +37,8 @@ import org.apache.spark.sql.catalyst.plans.logical.CreateTable;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.OptionList;
+import org.apache.spark.sql.catalyst.plans.logical.TableSpec;
+import org.apache.spark.sql.catalyst.plans.logical.TableSpecBase;
 import org.apache.spark.sql.catalyst.plans.logical.UnresolvedTableSpec;
 import org.apache.spark.sql.catalyst.trees.Origin;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
@@ -135,6 +137,22 @@ public final class PipelineParser {
             throw new UncheckedIOException("cannot read pipeline file " + path + ": " + e.getMessage(), e);
         }
         return parse(path.toString(), content);
+    }
+
+    /** The pipeline every job runs when it is given none: the network KPI ({@code pipelines/network.sql}, packaged). */
+    public static final String DEFAULT = "network";
+
+    /** One of the pipelines shipped in the jar ({@code pipelines/<name>.sql}), by name: {@link #DEFAULT} or {@code payments}. */
+    public static Pipeline shipped(String name) {
+        String resource = "tidemark/pipelines/" + name + ".sql";
+        try (java.io.InputStream in = PipelineParser.class.getClassLoader().getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalArgumentException("no shipped pipeline '" + name + "' (" + resource + " is not on the classpath)");
+            }
+            return parse("pipelines/" + name + ".sql", new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + resource + ": " + e.getMessage(), e);
+        }
     }
 
     /** Checks the pipeline {@code text}, naming it {@code file} in messages. */
@@ -584,7 +602,65 @@ public final class PipelineParser {
         if (measures.isEmpty()) {
             throw refuse(agg, "no measure", "at least one of " + Measure.Kind.all() + ", AS a name");
         }
+        measures = tableProperties(st, name, measures, outputNames);
         return new KpiTable(name, window, dimensions, where, measures, start);
+    }
+
+    /** What {@code TBLPROPERTIES} of a KPI table may say: {@code '<measure>.sketch_column'}, the column that stores a sketch. */
+    static final String SKETCH_COLUMN = ".sketch_column";
+
+    /**
+     * The KPI table's clauses besides its query: {@code TBLPROPERTIES ('<measure>.sketch_column' = 'name')}
+     * names a sketch's column (the network pipeline keeps {@code subscriber_sketch}, as its table always
+     * had); a COMMENT is documentation. Everything else is Tidemark's to decide (where the table lives,
+     * its format, its partitions, its columns) and is refused rather than ignored.
+     */
+    private List<Measure> tableProperties(CreateStreamingTableAsSelect st, String table, List<Measure> measures, Set<String> outputNames) {
+        if (!st.columns().isEmpty()) {
+            throw new PipelineException(statementStart(), "a column list on KPI table '" + table + "'; its columns are its query's",
+                    "CREATE STREAMING TABLE " + table + " AS SELECT ...");
+        }
+        if (!st.partitioning().isEmpty()) {
+            throw new PipelineException(statementStart(), "PARTITIONED BY on KPI table '" + table + "'; Tidemark partitions every KPI table "
+                    + "by event_date", "no PARTITIONED BY");
+        }
+        TableSpecBase spec = st.tableSpec();
+        boolean options = spec instanceof TableSpec ts ? !ts.options().isEmpty()
+                : spec instanceof UnresolvedTableSpec us && !us.optionExpression().options().isEmpty();
+        if (spec.location().isDefined() || spec.provider().isDefined() || options || spec.serde().isDefined()) {
+            throw new PipelineException(statementStart(), "LOCATION, USING or OPTIONS on KPI table '" + table + "'; every KPI table is a "
+                    + "Delta table in the lakehouse", "no LOCATION, USING or OPTIONS clause");
+        }
+        List<Measure> out = new ArrayList<>(measures);
+        for (Map.Entry<String, String> p : new java.util.TreeMap<>(CollectionConverters.asJava(spec.properties())).entrySet()) {
+            String key = p.getKey();
+            int m = key.endsWith(SKETCH_COLUMN) ? indexOf(out, key.substring(0, key.length() - SKETCH_COLUMN.length())) : -1;
+            if (m < 0 || !out.get(m).sketched()) {
+                throw new PipelineException(statementStart(), "table property '" + key + "'; a KPI table knows one property, "
+                        + "'<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, percentile_approx)",
+                        "TBLPROPERTIES ('" + out.stream().filter(Measure::sketched).map(Measure::name).findFirst().orElse("users")
+                                + SKETCH_COLUMN + "' = 'users_sketch'), or no TBLPROPERTIES");
+            }
+            String column = p.getValue().toLowerCase(Locale.ROOT);
+            if (!column.matches("[a-z][a-z0-9_]*") || RESERVED_COLUMNS.contains(column)
+                    || (outputNames.contains(column) && !column.equals(out.get(m).sketch().toLowerCase(Locale.ROOT)))) {
+                throw new PipelineException(statementStart(), "the sketch column '" + p.getValue() + "' of '" + out.get(m).name()
+                        + "' is not a name of its own", "a name of letters, digits and underscores that no other column has");
+            }
+            outputNames.remove(out.get(m).sketch().toLowerCase(Locale.ROOT));
+            outputNames.add(column);
+            out.set(m, out.get(m).withSketchColumn(p.getValue()));
+        }
+        return out;
+    }
+
+    private static int indexOf(List<Measure> measures, String name) {
+        for (int i = 0; i < measures.size(); i++) {
+            if (measures.get(i).name().equalsIgnoreCase(name)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /** The WHERE condition of the query under the aggregate (null for none), after checking it reads STREAM events. */
@@ -736,7 +812,7 @@ public final class PipelineParser {
         List<Expression> args = CollectionConverters.asJava(f.arguments());
         if (kind == Measure.Kind.COUNT && args.size() == 1 && (args.get(0) instanceof UnresolvedStar
                 || (args.get(0) instanceof Literal l && l.value() != null && !(l.dataType() instanceof StringType)))) {
-            return new Measure(alias, Measure.Kind.COUNT_ALL, null, null, null, filter, Double.NaN, at(f));
+            return new Measure(alias, Measure.Kind.COUNT_ALL, null, null, null, filter, Double.NaN, null, true, at(f));
         }
         int expected = kind == Measure.Kind.PERCENTILE_APPROX ? 2 : 1;
         if (args.size() != expected) {
@@ -798,7 +874,7 @@ public final class PipelineParser {
             q = value;
         }
         String argument = arg instanceof Cast ? "CAST(" + column.name() + " AS " + type.sql() + ")" : column.name();
-        return new Measure(alias, kind, column.name(), argument, type, filter, q, at(f));
+        return new Measure(alias, kind, column.name(), argument, type, filter, q, null, kind == Measure.Kind.COUNT || (filter == null && column.notNull()), at(f));
     }
 
     private Column eventColumn(UnresolvedAttribute a, EventTable events) {

@@ -104,6 +104,38 @@ class MeasureFacesTest {
     }
 
     @Test
+    void theStreamsDriverMergeIsTheSqlMerge() {
+        for (Pipeline.KpiTable t : PAYMENTS.tables()) {
+            KpiAggregation aggregation = new KpiAggregation(t, PAYMENTS.events().eventTime());
+            String on = String.join(" AND ", t.dimensions().stream().map(d -> "s." + d.name() + " = b." + d.name()).toList());
+            List<String> merges = new ArrayList<>();
+            t.measures().forEach(m -> merges.addAll(m.merge()));
+            String state = String.join(", ", aggregation.state());
+            List<Row> sql = spark.sql("SELECT " + state + " FROM (SELECT " + String.join(", ", t.dimensions().stream().map(d -> "s." + d.name())
+                    .toList()) + ", " + String.join(", ", merges) + " FROM (" + partials(t, "batch1") + ") s JOIN (" + partials(t, "batch2")
+                    + ") b ON " + on + ") ORDER BY " + dims(t)).collectAsList();
+            List<Row> s = spark.sql("SELECT " + state + " FROM (" + partials(t, "batch1") + ") ORDER BY " + dims(t)).collectAsList();
+            List<Row> b = spark.sql("SELECT " + state + " FROM (" + partials(t, "batch2") + ") ORDER BY " + dims(t)).collectAsList();
+            assertThat(s).as("%s: both batches hold every group", t.name()).hasSameSizeAs(sql).hasSameSizeAs(b);
+            for (int i = 0; i < sql.size(); i++) {
+                Object[] merged = aggregation.merge(values(s.get(i)), values(b.get(i)));
+                Object[] expected = values(sql.get(i));
+                for (int c = 0; c < expected.length; c++) {
+                    assertThat(merged[c]).as("%s row %d: %s", t.name(), i, aggregation.state().get(c)).isEqualTo(expected[c]);
+                }
+            }
+        }
+    }
+
+    private static Object[] values(Row r) {
+        Object[] out = new Object[r.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = r.get(i);
+        }
+        return out;
+    }
+
+    @Test
     void theExactPercentileIsAValueOfTheWindowAndTheSketchsQuantileIsNear() {
         Pipeline.KpiTable t = PAYMENTS.table("merchant_1m").orElseThrow();
         Measure p95 = t.measures().stream().filter(m -> m.kind() == Measure.Kind.PERCENTILE_APPROX).findFirst().orElseThrow();

@@ -60,7 +60,35 @@ class PipelineParserTest {
         assertThat(k.measures()).extracting(Measure::written).containsExactly("count(*)", "sum(CAST(volume_gb AS DECIMAL(38,9)))",
                 "approx_count_distinct(subscriber_id)");
         assertThat(k.measures()).extracting(Measure::resultType).containsExactly("BIGINT", "DECIMAL(38,9)", "BIGINT");
-        assertThat(k.at()).hasToString(PIPELINES.resolve("network.sql") + ":21:1");
+        assertThat(k.at()).hasToString(PIPELINES.resolve("network.sql") + ":22:1");
+        // The table it declares is kpi_5m as sql/tables.sql creates it: the same columns, in order, of the same types.
+        assertThat(k.measures().get(2).sketch()).isEqualTo("subscriber_sketch");
+        assertThat(k.columns()).containsExactlyElementsOf(java.util.Arrays.stream(io.tidemark.lakehouse.Lakehouse.schema(
+                io.tidemark.lakehouse.Lakehouse.Table.KPI_5M).fields()).map(f -> f.name() + " " + f.dataType().sql()
+                + (f.nullable() ? "" : " NOT NULL")).toList());
+    }
+
+    @Test
+    void aKpiTableMayNameASketchsColumnAndNothingElseOfItsStorage() {
+        String table = "CREATE STREAMING TABLE t TBLPROPERTIES (%s) AS SELECT window(ts, '1 minute') AS w, count(*) AS n, "
+                + "approx_count_distinct(user_id) AS users FROM STREAM pay GROUP BY window(ts, '1 minute');";
+        Measure users = PipelineParser.parse("p.sql", EVENTS + String.format(table, "'users.sketch_column' = 'user_sketch'"))
+                .tables().get(0).measures().get(1);
+        assertThat(users.storedColumns()).containsExactly("users BIGINT NOT NULL", "user_sketch BINARY NOT NULL");
+        assertThat(users.partial()).containsExactly("hll_sketch_agg(user_id, 12) AS user_sketch");
+        assertThat(refusal(EVENTS + String.format(table, "'n.sketch_column' = 'x'"))).isEqualTo("p.sql:5:1: table property 'n.sketch_column'; "
+                + "a KPI table knows one property, '<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, "
+                + "percentile_approx); write instead: TBLPROPERTIES ('users.sketch_column' = 'users_sketch'), or no TBLPROPERTIES");
+        assertThat(refusal(EVENTS + String.format(table, "'users.sketch_column' = 'n'"))).isEqualTo("p.sql:5:1: the sketch column 'n' of "
+                + "'users' is not a name of its own; write instead: a name of letters, digits and underscores that no other column has");
+        assertThat(refusal(EVENTS + String.format(table, "'users.sketch_column' = 'is_final'"))).startsWith("p.sql:5:1: the sketch column "
+                + "'is_final' of 'users' is not a name of its own");
+        assertThat(refusal(EVENTS + "CREATE STREAMING TABLE t PARTITIONED BY (n) AS SELECT window(ts, '1 minute') AS w, count(*) AS n "
+                + "FROM STREAM pay GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:1: PARTITIONED BY on KPI table 't'; Tidemark "
+                + "partitions every KPI table by event_date; write instead: no PARTITIONED BY");
+        assertThat(refusal(EVENTS + "CREATE STREAMING TABLE t USING parquet AS SELECT window(ts, '1 minute') AS w, count(*) AS n "
+                + "FROM STREAM pay GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:1: LOCATION, USING or OPTIONS on KPI table 't'; "
+                + "every KPI table is a Delta table in the lakehouse; write instead: no LOCATION, USING or OPTIONS clause");
     }
 
     @Test
@@ -86,16 +114,18 @@ class PipelineParserTest {
         assertThat(p95.quantile()).isEqualTo(0.95);
         assertThat(p95.partial()).containsExactly("kll_sketch_agg_double(CAST(amount AS DOUBLE)) AS p95_amount_sketch");
         assertThat(p95.exact()).isEqualTo("try_element_at(sort_array(collect_list(amount)), CAST(greatest(ceil(0.95 * count(amount)), 1) AS INT))");
-        assertThat(m.columns()).containsSubsequence("window_start TIMESTAMP NOT NULL", "merchant_id STRING", "country STRING", "txns BIGINT",
-                "approved_amount DECIMAL(22,2)", "users BIGINT", "users_sketch BINARY", "p95_amount DECIMAL(12,2)", "p95_amount_sketch BINARY",
-                "max_amount DECIMAL(12,2)", "event_date DATE NOT NULL");
+        assertThat(m.columns()).containsSubsequence("window_start TIMESTAMP NOT NULL", "merchant_id STRING NOT NULL", "country STRING NOT NULL",
+                "txns BIGINT NOT NULL", "approved_amount DECIMAL(22,2)", "users BIGINT NOT NULL", "users_sketch BINARY NOT NULL",
+                "p95_amount DECIMAL(12,2) NOT NULL", "p95_amount_sketch BINARY NOT NULL", "max_amount DECIMAL(12,2) NOT NULL",
+                "event_date DATE NOT NULL");
 
         KpiTable c = p.table("country_1h").orElseThrow();
         assertThat(c.window()).isEqualTo(new Pipeline.Window(Duration.ofHours(1), Duration.ofMinutes(15)));
         assertThat(c.window().windowsPerRecord()).isEqualTo(4);
         assertThat(c.where()).isEqualTo("status <> 'refunded'");
         Measure avg = c.measures().get(1);
-        assertThat(avg.storedColumns()).containsExactly("avg_amount DECIMAL(16,6)", "avg_amount_sum DECIMAL(22,2)", "avg_amount_count BIGINT");
+        assertThat(avg.storedColumns()).containsExactly("avg_amount DECIMAL(16,6) NOT NULL", "avg_amount_sum DECIMAL(22,2) NOT NULL",
+                "avg_amount_count BIGINT NOT NULL");
         assertThat(avg.value()).isEqualTo("CAST(avg_amount_sum / avg_amount_count AS DECIMAL(16,6))");
     }
 

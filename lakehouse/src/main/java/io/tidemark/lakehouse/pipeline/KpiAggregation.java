@@ -1,0 +1,144 @@
+package io.tidemark.lakehouse.pipeline;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
+import static org.apache.spark.sql.functions.max;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.StructType;
+
+import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.Pipeline.KpiTable;
+
+/**
+ * How the stream keeps one KPI table, derived from its definition: the windows a record counts in,
+ * a micro-batch's partial rows per (window, dimensions), their merge with the stored row on the
+ * driver, and the stored columns written from the merged state.
+ *
+ * <p>A row's <em>state</em> is what merging needs ({@link Measure#stateColumns}: a count, a sum, an
+ * avg's sum and count, a sketch); the values analysts read beside it (an avg, an estimate) are
+ * computed from the state by {@link Measure#value} when the row is written, in the same projection.
+ */
+public final class KpiAggregation {
+    /** The window columns every KPI row has, then the table's dimensions. */
+    public static final List<String> WINDOW_COLUMNS = List.of("event_date", "window_start", "window_end");
+
+    private final KpiTable table;
+    private final String eventTime;
+    private final List<String> stateColumns = new ArrayList<>();
+    private final int[] stateOffsets;
+
+    public KpiAggregation(KpiTable table, String eventTime) {
+        this.table = table;
+        this.eventTime = eventTime;
+        this.stateOffsets = new int[table.measures().size() + 1];
+        for (int i = 0; i < table.measures().size(); i++) {
+            stateOffsets[i] = stateColumns.size();
+            stateColumns.addAll(table.measures().get(i).stateColumns());
+        }
+        stateOffsets[table.measures().size()] = stateColumns.size();
+    }
+
+    public KpiTable table() {
+        return table;
+    }
+
+    /** The dimension columns, in the table's order. */
+    public List<String> dimensions() {
+        return table.dimensions().stream().map(Pipeline.Column::name).toList();
+    }
+
+    /** The state columns' names, in {@link #merge} order. */
+    public List<String> state() {
+        return stateColumns.stream().map(c -> c.substring(0, c.indexOf(' '))).toList();
+    }
+
+    /**
+     * One row per (record, window of this table) with {@code window_start}, {@code window_end} and
+     * {@code event_date} (the UTC date of the window's start) added. A tumbling window is the one
+     * whose start is the event time rounded down to the size; a hopping window of size S sliding by L
+     * gives each record the S / L windows whose start is its time rounded down to L, minus 0..S/L-1 slides.
+     */
+    public Dataset<Row> windowed(Dataset<Row> events) {
+        long sizeUs = table.window().size().toNanos() / 1000;
+        long slideUs = table.window().slide().toNanos() / 1000;
+        String ts = "unix_micros(" + eventTime + ")";
+        Dataset<Row> out;
+        if (table.window().tumbling()) {
+            out = events.withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + sizeUs + "L))"));
+        } else {
+            out = events.withColumn("tidemark_slide", expr("explode(sequence(0L, " + (table.window().windowsPerRecord() - 1) + "L))"))
+                    .withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + slideUs + "L) - tidemark_slide * "
+                            + slideUs + "L)"))
+                    .drop("tidemark_slide");
+        }
+        return out.withColumn("window_end", expr("timestamp_micros(unix_micros(window_start) + " + sizeUs + "L)"))
+                .withColumn("event_date", expr("to_date(window_start)"));
+    }
+
+    /**
+     * The partial rows of valid records whose window {@code watermark} has not closed (the records
+     * of a closed window are late for it): per (window, dimensions), the state of every measure and
+     * {@code updated_at}, the ingest time of the newest record counted. The table's WHERE applies
+     * first: a record that fails it counts in none of its windows.
+     */
+    public Dataset<Row> partials(Dataset<Row> validRecords, Watermark watermark) {
+        Dataset<Row> in = table.where() == null ? validRecords : validRecords.filter(expr(table.where()));
+        Dataset<Row> windowed = windowed(in);
+        windowed = windowed.filter(watermark.closes(col("window_end")).unary_$bang());
+        List<Column> keys = new ArrayList<>();
+        WINDOW_COLUMNS.forEach(c -> keys.add(col(c)));
+        dimensions().forEach(d -> keys.add(col(d)));
+        List<Column> aggregates = new ArrayList<>();
+        table.measures().forEach(m -> m.partial().forEach(p -> aggregates.add(expr(p))));
+        aggregates.add(max(col("ingest_ts")).as("updated_at"));
+        return windowed.groupBy(keys.toArray(Column[]::new))
+                .agg(aggregates.get(0), aggregates.subList(1, aggregates.size()).toArray(Column[]::new));
+    }
+
+    /** The state of a stored row {@code s} and of a partial row {@code b} ({@link #state} order) merged, measure by measure. */
+    public Object[] merge(Object[] s, Object[] b) {
+        Object[] out = new Object[s.length];
+        for (int i = 0; i < table.measures().size(); i++) {
+            int from = stateOffsets[i];
+            int to = stateOffsets[i + 1];
+            Object[] merged = table.measures().get(i).mergeState(java.util.Arrays.copyOfRange(s, from, to), java.util.Arrays.copyOfRange(b, from, to));
+            System.arraycopy(merged, 0, out, from, merged.length);
+        }
+        return out;
+    }
+
+    /**
+     * The rows the stream builds on the driver: window bounds, dimensions, the state, then
+     * is_final, source, updated_at, stream_batch_id and event_date; {@link #stored} turns them into the table's.
+     */
+    public StructType stateRowSchema() {
+        List<String> ddl = new ArrayList<>(List.of("window_start TIMESTAMP", "window_end TIMESTAMP"));
+        table.dimensions().forEach(d -> ddl.add(d.name() + " " + d.sqlType()));
+        ddl.addAll(stateColumns);
+        ddl.addAll(List.of("is_final BOOLEAN", "source STRING", "updated_at TIMESTAMP", "stream_batch_id BIGINT", "event_date DATE"));
+        return StructType.fromDDL(String.join(", ", ddl));
+    }
+
+    /** Rows of {@link #stateRowSchema} as the table's columns ({@link KpiTable#columns}), each value computed from the state. */
+    public Dataset<Row> stored(Dataset<Row> stateRows) {
+        List<String> state = state();
+        List<Column> out = new ArrayList<>(List.of(col("window_start"), col("window_end")));
+        dimensions().forEach(d -> out.add(col(d)));
+        for (Measure m : table.measures()) {
+            for (String stored : m.storedColumns()) {
+                String name = stored.substring(0, stored.indexOf(' '));
+                out.add(state.contains(name) ? col(name) : expr(m.value()).as(name));
+            }
+        }
+        for (String c : List.of("is_final", "source", "updated_at", "stream_batch_id", "event_date")) {
+            out.add(col(c));
+        }
+        return stateRows.select(out.toArray(Column[]::new));
+    }
+}
