@@ -7,10 +7,11 @@ CREATE TABLE events (
   event_ts      TIMESTAMP NOT NULL,
   volume_gb     DOUBLE    NOT NULL,
   -- A record that fails a check goes to dead_letter with the check's name, upper-cased, as its reason.
-  CONSTRAINT blank_id          CHECK (trim(subscriber_id) <> '' AND trim(cell_site_id) <> ''),
+  -- blank: nothing but whitespace (tabs and Unicode spaces too, which trim() would keep)
+  CONSTRAINT blank_id          CHECK (NOT subscriber_id RLIKE '^\\p{javaWhitespace}*$' AND NOT cell_site_id RLIKE '^\\p{javaWhitespace}*$'),
   CONSTRAINT non_finite_volume CHECK (NOT isnan(volume_gb) AND abs(volume_gb) < double('infinity')),
   CONSTRAINT negative_volume   CHECK (volume_gb >= 0),
-  CONSTRAINT volume_too_large  CHECK (volume_gb <= 1e21)
+  CONSTRAINT volume_too_large  CHECK (volume_gb <= 1e12)
 ) USING kafka OPTIONS (
   topic 'network-events',
   format 'json',

@@ -6,6 +6,7 @@ import static org.apache.spark.sql.functions.lit;
 
 import java.time.Duration;
 
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
@@ -27,16 +28,18 @@ public final class LateRecordRouter {
                 .withColumn("is_late", Watermark.ofMillis(watermarkMs).closes(col("window_end")));
     }
 
-    /** The {@code late_events} rows of marked records of batch {@code batchId}. */
-    public static Dataset<Row> lateEvents(Dataset<Row> marked, long watermarkMs, long batchId) {
-        return marked.filter(col("is_late")).select(
-                col("subscriber_id"), col("cell_site_id"), col("event_ts"), col("volume_gb"),
+    /** The {@code late_events} rows of marked records of batch {@code batchId}: the event's columns ({@code eventColumns}), then where it belonged and why it is late. */
+    public static Dataset<Row> lateEvents(Dataset<Row> marked, java.util.List<String> eventColumns, long watermarkMs, long batchId) {
+        java.util.List<Column> columns = new java.util.ArrayList<>();
+        eventColumns.forEach(c -> columns.add(col(c)));
+        columns.addAll(java.util.List.of(
                 col("window_start"), col("window_end"),
                 Watermark.ofMillis(watermarkMs).literal().as("watermark"),
                 lit(watermarkMs).minus(expr("unix_millis(window_end)")).as("late_by_ms"),
                 lit(batchId).as("batch_id"),
                 col("kafka_topic"), col("kafka_partition"), col("kafka_offset"),
                 col("ingest_ts").as("arrival_ts"),
-                col("event_date"));
+                col("event_date")));
+        return marked.filter(col("is_late")).select(columns.toArray(Column[]::new));
     }
 }

@@ -132,6 +132,9 @@ class LateRecordRouterTest {
                 List.of(3L, t("2026-11-29T13:40:00Z"), t("2026-11-29T13:50:00Z"), true));
     }
 
+    /** The network pipeline's event columns, which late_events begins with. */
+    private static final List<String> NETWORK_COLUMNS = List.of("subscriber_id", "cell_site_id", "event_ts", "volume_gb");
+
     @Test
     void lateEventsRowsCarryTheWatermarkHowLateTheBatchAndTheArrival() {
         long watermark = ms("2026-11-29T14:25:00.500Z");
@@ -141,7 +144,7 @@ class LateRecordRouterTest {
                 record(43, "sub-3", "cell-A", "2026-11-29T14:20:00Z", 3.0, "2026-11-29T14:26:03Z")), // window ends 14:30: on time
                 TEN_MINUTES, watermark);
 
-        Dataset<Row> late = LateRecordRouter.lateEvents(marked, watermark, 7L);
+        Dataset<Row> late = LateRecordRouter.lateEvents(marked, NETWORK_COLUMNS, watermark, 7L);
 
         assertThat(Arrays.stream(late.schema().fields()).map(f -> f.name() + " " + f.dataType().sql()))
                 .containsExactlyElementsOf(Arrays.stream(LATE_EVENTS.fields()).map(f -> f.name() + " " + f.dataType().sql()).toList());
@@ -157,7 +160,7 @@ class LateRecordRouterTest {
     @Test
     void lateByIsZeroForAWindowEndingAtTheWatermark() {
         long watermark = ms("2026-11-29T14:10:00Z");
-        Dataset<Row> late = LateRecordRouter.lateEvents(LateRecordRouter.markLate(boundary(), TEN_MINUTES, watermark), watermark, 0L);
+        Dataset<Row> late = LateRecordRouter.lateEvents(LateRecordRouter.markLate(boundary(), TEN_MINUTES, watermark), NETWORK_COLUMNS, watermark, 0L);
         assertThat(values(late.select("kafka_offset", "late_by_ms", "batch_id").orderBy("kafka_offset")))
                 .containsExactly(List.of(1L, 0L, 0L), List.of(3L, 1_200_000L, 0L));
     }

@@ -6,65 +6,124 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.math.BigDecimal;
 import java.time.DateTimeException;
+import java.time.Instant;
 import java.time.LocalDate;
+import java.util.List;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.TimestampType;
+
+import io.tidemark.lakehouse.pipeline.Pipeline;
+
 /**
- * Decodes one Kafka message into a network event, or says exactly why it is not one.
+ * Decodes one Kafka message into an event of the pipeline's event table, or says exactly why it is
+ * not one.
  *
- * <p>Strict on purpose: each required field must be present once with its JSON type, because a
- * lenient parse (Spark's {@code from_json}) turns a wrong type into a null and a duplicate key
- * into whichever value came last, and both end up as silently wrong numbers. Extra fields are
- * allowed and skipped. Pure Java and allocation-light: it runs once per record.
+ * <p>Strict on purpose: each declared field must be present once with its JSON type, because a
+ * lenient parse (Spark's {@code from_json}) turns a wrong type into a null and a duplicate key into
+ * whichever value came last, and both end up as silently wrong numbers. A NOT NULL column must be
+ * there and not null; another may be absent or null. Extra fields are allowed and skipped. Pure Java
+ * and allocation-light: it runs once per record.
+ *
+ * <p>What it decides, in order: the message's shape (EMPTY, OVERSIZED, NOT_UTF8, NOT_JSON,
+ * NOT_AN_OBJECT), each field as it comes (DUPLICATE_FIELD, NULL_FIELD, WRONG_TYPE), then the absent
+ * ones (MISSING_FIELD). The table's CHECKs come next and are Spark SQL, so {@link RecordClassifier}
+ * evaluates them; a time that does not parse (BAD_TIMESTAMP, BAD_DATE) and an event time out of range
+ * of the Kafka timestamp (FUTURE_EVENT_TIME, PAST_EVENT_TIME) are decided here but reported after
+ * them, as the <em>deferred</em> reason, so that a record that breaks a CHECK is named by it.
  */
 public final class EventDecoder implements Serializable {
     private static final long serialVersionUID = 1L;
 
-    public static final String SUBSCRIBER_ID = "subscriber_id";
-    public static final String CELL_SITE_ID = "cell_site_id";
-    public static final String EVENT_TS = "event_ts";
-    public static final String VOLUME_GB = "volume_gb";
-
+    /** The declared columns: name, how JSON carries it, NOT NULL. */
+    private final String[] names;
+    private final DataType[] types;
+    private final boolean[] notNull;
+    /** The index of the event-time column. */
+    private final int eventTime;
     private final int maxMessageBytes;
     private final long clockSkewMicros;
     private final long maxAgeMicros;
-
-    /**
-     * The largest volume one record may carry: 1e12 GB, a zettabyte. Volumes are summed exactly as
-     * DECIMAL(38,9), whose largest value is just under 1e29; with this bound a window would need
-     * 1e17 records to overflow.
-     */
-    public static final double MAX_VOLUME_GB = 1e12;
     private transient JsonFactory json;
 
     /**
-     * @param clockSkewMicros how far event_ts may be ahead of the Kafka timestamp
-     * @param maxAgeMicros how far event_ts may be behind the Kafka timestamp
+     * @param clockSkewMicros how far the event time may be ahead of the Kafka timestamp
+     * @param maxAgeMicros how far the event time may be behind the Kafka timestamp
      */
-    public EventDecoder(int maxMessageBytes, long clockSkewMicros, long maxAgeMicros) {
+    public EventDecoder(Pipeline.EventTable events, int maxMessageBytes, long clockSkewMicros, long maxAgeMicros) {
+        List<Pipeline.Column> columns = events.columns();
+        this.names = columns.stream().map(Pipeline.Column::name).toArray(String[]::new);
+        this.types = columns.stream().map(Pipeline.Column::type).toArray(DataType[]::new);
+        this.notNull = new boolean[columns.size()];
+        int et = -1;
+        for (int i = 0; i < columns.size(); i++) {
+            notNull[i] = columns.get(i).notNull();
+            if (columns.get(i).name().equals(events.eventTime())) {
+                et = i;
+            }
+        }
+        if (et < 0) {
+            throw new IllegalArgumentException("the event time column " + events.eventTime() + " is not a column of " + events.name());
+        }
+        this.eventTime = et;
         this.maxMessageBytes = maxMessageBytes;
         this.clockSkewMicros = clockSkewMicros;
         this.maxAgeMicros = maxAgeMicros;
     }
 
-    /** The outcome: either {@code reason == null} and the four fields set, or a reason and its detail. */
+    /** The declared columns' names, in order: {@link Decoded#values} holds one value for each. */
+    public List<String> columns() {
+        return List.of(names);
+    }
+
+    /** The declared columns' types, in order. */
+    public List<DataType> types() {
+        return List.of(types);
+    }
+
+    /**
+     * The outcome: {@code reason == null} and the values set (each as Spark takes it in a Row:
+     * String, Boolean, Byte, Short, Integer, Long, Float, Double, BigDecimal, LocalDate, Instant, or
+     * null), with perhaps a {@link #deferred} reason; or a reason and its detail.
+     */
     public static final class Decoded {
-        public InvalidReason reason;
+        public String reason;
         public String detail;
-        public String subscriberId;
-        public String cellSiteId;
+        /** A reason that counts only if no CHECK fails first (see the class comment), and its detail. */
+        public String deferred;
+        public String deferredDetail;
+        public Object[] values;
+        /** The event time in epoch microseconds, when it parsed. */
         public long eventMicros;
-        public double volumeGb;
 
         boolean invalid(InvalidReason r, String d) {
-            reason = r;
+            reason = r.name();
             detail = d;
             return false;
+        }
+
+        void defer(InvalidReason r, String d) {
+            if (deferred == null) {
+                deferred = r.name();
+                deferredDetail = d;
+            }
         }
     }
 
@@ -92,14 +151,11 @@ public final class EventDecoder implements Serializable {
         }
         if (json == null) {
             json = JsonFactory.builder()
-                    .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // NaN/Infinity: a volume problem, not a syntax one
+                    .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // NaN/Infinity: a CHECK's problem, not a syntax one
                     .build();
         }
-        String subscriber = null;
-        String cell = null;
-        String ts = null;
-        double volume = 0;
-        boolean hasVolume = false;
+        Object[] values = new Object[names.length];
+        boolean[] seen = new boolean[names.length];
         try (JsonParser p = json.createParser(value)) {
             JsonToken first = p.nextToken();
             if (first == null) {
@@ -112,32 +168,23 @@ public final class EventDecoder implements Serializable {
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
                 String name = p.currentName();
                 JsonToken v = p.nextToken();
-                switch (name) {
-                    case SUBSCRIBER_ID -> {
-                        if (subscriber != null) return duplicate(out, name);
-                        subscriber = requireString(p, v, name, out);
-                        if (subscriber == null) return false;
+                int i = indexOf(name);
+                if (i < 0) {
+                    p.skipChildren();
+                    continue;
+                }
+                if (seen[i]) {
+                    return duplicate(out, name);
+                }
+                seen[i] = true;
+                if (v == JsonToken.VALUE_NULL) {
+                    if (notNull[i]) {
+                        return out.invalid(InvalidReason.NULL_FIELD, name + " is null");
                     }
-                    case CELL_SITE_ID -> {
-                        if (cell != null) return duplicate(out, name);
-                        cell = requireString(p, v, name, out);
-                        if (cell == null) return false;
-                    }
-                    case EVENT_TS -> {
-                        if (ts != null) return duplicate(out, name);
-                        ts = requireString(p, v, name, out);
-                        if (ts == null) return false;
-                    }
-                    case VOLUME_GB -> {
-                        if (hasVolume) return duplicate(out, name);
-                        if (v == JsonToken.VALUE_NULL) return out.invalid(InvalidReason.NULL_FIELD, name + " is null");
-                        if (v != JsonToken.VALUE_NUMBER_INT && v != JsonToken.VALUE_NUMBER_FLOAT) {
-                            return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + describe(v) + ", expected a number");
-                        }
-                        volume = p.getDoubleValue();
-                        hasVolume = true;
-                    }
-                    default -> p.skipChildren();
+                    continue;
+                }
+                if (!read(p, v, i, values, out)) {
+                    return false;
                 }
             }
             if (t != JsonToken.END_OBJECT) {
@@ -150,59 +197,121 @@ public final class EventDecoder implements Serializable {
         } catch (IOException | RuntimeException e) {
             return out.invalid(InvalidReason.NOT_JSON, firstLine(e.getMessage()));
         }
-        if (subscriber == null) return out.invalid(InvalidReason.MISSING_FIELD, SUBSCRIBER_ID + " is missing");
-        if (cell == null) return out.invalid(InvalidReason.MISSING_FIELD, CELL_SITE_ID + " is missing");
-        if (ts == null) return out.invalid(InvalidReason.MISSING_FIELD, EVENT_TS + " is missing");
-        if (!hasVolume) return out.invalid(InvalidReason.MISSING_FIELD, VOLUME_GB + " is missing");
-        if (subscriber.isBlank()) return out.invalid(InvalidReason.BLANK_ID, SUBSCRIBER_ID + " is blank");
-        if (cell.isBlank()) return out.invalid(InvalidReason.BLANK_ID, CELL_SITE_ID + " is blank");
-        if (Double.isNaN(volume) || Double.isInfinite(volume)) {
-            return out.invalid(InvalidReason.NON_FINITE_VOLUME, VOLUME_GB + " is " + volume);
-        }
-        if (volume < 0) {
-            return out.invalid(InvalidReason.NEGATIVE_VOLUME, VOLUME_GB + " is " + volume);
-        }
-        if (volume > MAX_VOLUME_GB) {
-            return out.invalid(InvalidReason.VOLUME_TOO_LARGE, VOLUME_GB + " is " + volume + "; at most " + MAX_VOLUME_GB
-                    + " GB per record, so that exact sums fit DECIMAL(38,9)");
-        }
-        long micros;
-        try {
-            micros = parseIsoInstantMicros(ts);
-        } catch (DateTimeException | IllegalArgumentException e) {
-            return out.invalid(InvalidReason.BAD_TIMESTAMP, EVENT_TS + " '" + abbreviate(ts) + "': " + e.getMessage());
-        }
-        if (micros - ingestMicros > clockSkewMicros) {
-            return out.invalid(InvalidReason.FUTURE_EVENT_TIME, EVENT_TS + " " + ts + " is " + ((micros - ingestMicros) / 1_000_000)
-                    + " s ahead of the Kafka timestamp; allowed clock skew is " + (clockSkewMicros / 1_000_000) + " s");
-        }
-        if (ingestMicros - micros > maxAgeMicros) {
-            return out.invalid(InvalidReason.PAST_EVENT_TIME, EVENT_TS + " " + ts + " is " + ((ingestMicros - micros) / 86_400_000_000L)
-                    + " days before the Kafka timestamp; max-event-age is " + (maxAgeMicros / 86_400_000_000L) + " days");
+        for (int i = 0; i < names.length; i++) {
+            if (notNull[i] && !seen[i]) {
+                return out.invalid(InvalidReason.MISSING_FIELD, names[i] + " is missing");
+            }
         }
         out.reason = null;
         out.detail = null;
-        out.subscriberId = subscriber;
-        out.cellSiteId = cell;
-        out.eventMicros = micros;
-        out.volumeGb = volume;
+        out.values = values;
+        if (values[eventTime] != null) {
+            long micros = out.eventMicros;
+            String ts = names[eventTime] + " " + values[eventTime];
+            if (micros - ingestMicros > clockSkewMicros) {
+                out.defer(InvalidReason.FUTURE_EVENT_TIME, ts + " is " + ((micros - ingestMicros) / 1_000_000)
+                        + " s ahead of the Kafka timestamp; allowed clock skew is " + (clockSkewMicros / 1_000_000) + " s");
+            } else if (ingestMicros - micros > maxAgeMicros) {
+                out.defer(InvalidReason.PAST_EVENT_TIME, ts + " is " + ((ingestMicros - micros) / 86_400_000_000L)
+                        + " days before the Kafka timestamp; max-event-age is " + (maxAgeMicros / 86_400_000_000L) + " days");
+            }
+            // A record out of range keeps no value for its event time: nothing downstream may place it in a window.
+            if (out.deferred != null) {
+                values[eventTime] = null;
+            }
+        }
         return true;
+    }
+
+    private int indexOf(String name) {
+        for (int i = 0; i < names.length; i++) {
+            if (names[i].equals(name)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Reads field {@code i}'s value token {@code v} (not null) into {@code values}; false with the reason when it is the wrong type. */
+    private boolean read(JsonParser p, JsonToken v, int i, Object[] values, Decoded out) throws IOException {
+        String name = names[i];
+        DataType type = types[i];
+        boolean number = v == JsonToken.VALUE_NUMBER_INT || v == JsonToken.VALUE_NUMBER_FLOAT;
+        if (type instanceof StringType) {
+            if (v != JsonToken.VALUE_STRING) {
+                return wrongType(out, name, v, "a string");
+            }
+            values[i] = p.getText();
+        } else if (type instanceof BooleanType) {
+            if (v != JsonToken.VALUE_TRUE && v != JsonToken.VALUE_FALSE) {
+                return wrongType(out, name, v, "true or false");
+            }
+            values[i] = v == JsonToken.VALUE_TRUE;
+        } else if (type instanceof DoubleType || type instanceof FloatType) {
+            if (!number) {
+                return wrongType(out, name, v, "a number");
+            }
+            double d = p.getDoubleValue();
+            values[i] = type instanceof DoubleType ? (Object) d : (Object) (float) d;
+        } else if (type instanceof ByteType || type instanceof ShortType || type instanceof IntegerType || type instanceof LongType) {
+            if (v != JsonToken.VALUE_NUMBER_INT) {
+                return wrongType(out, name, v, "a whole number");
+            }
+            long min = type instanceof ByteType ? Byte.MIN_VALUE : type instanceof ShortType ? Short.MIN_VALUE
+                    : type instanceof IntegerType ? Integer.MIN_VALUE : Long.MIN_VALUE;
+            long max = type instanceof ByteType ? Byte.MAX_VALUE : type instanceof ShortType ? Short.MAX_VALUE
+                    : type instanceof IntegerType ? Integer.MAX_VALUE : Long.MAX_VALUE;
+            java.math.BigInteger n = p.getBigIntegerValue();
+            if (n.compareTo(java.math.BigInteger.valueOf(min)) < 0 || n.compareTo(java.math.BigInteger.valueOf(max)) > 0) {
+                return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + n + ", outside " + type.sql());
+            }
+            long l = n.longValue();
+            values[i] = type instanceof ByteType ? (Object) (byte) l : type instanceof ShortType ? (Object) (short) l
+                    : type instanceof IntegerType ? (Object) (int) l : (Object) l;
+        } else if (type instanceof DecimalType dt) {
+            if (!number || p.getNumberType() == JsonParser.NumberType.DOUBLE && !Double.isFinite(p.getDoubleValue())) {
+                return wrongType(out, name, v, "a number");
+            }
+            BigDecimal d = p.getDecimalValue();
+            if (d.stripTrailingZeros().scale() > dt.scale()) {
+                return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + d.toPlainString() + ", more decimals than " + dt.sql() + " holds");
+            }
+            d = d.setScale(dt.scale());
+            if (d.precision() > dt.precision()) {
+                return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + d.toPlainString() + ", too large for " + dt.sql());
+            }
+            values[i] = d;
+        } else if (type instanceof TimestampType || type instanceof DateType) {
+            if (v != JsonToken.VALUE_STRING) {
+                return wrongType(out, name, v, "a string");
+            }
+            String text = p.getText();
+            try {
+                if (type instanceof DateType) {
+                    values[i] = LocalDate.parse(text);
+                } else {
+                    long micros = parseIsoInstantMicros(text);
+                    values[i] = Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000);
+                    if (i == eventTime) {
+                        out.eventMicros = micros;
+                    }
+                }
+            } catch (DateTimeException | IllegalArgumentException e) {
+                out.defer(type instanceof DateType ? InvalidReason.BAD_DATE : InvalidReason.BAD_TIMESTAMP, name + " '" + abbreviate(text) + "': "
+                        + (type instanceof DateType ? "expected a date like 2026-11-29" : e.getMessage()));
+            }
+        } else {
+            throw new IllegalStateException("no JSON decoding for " + type.sql());
+        }
+        return true;
+    }
+
+    private static boolean wrongType(Decoded out, String name, JsonToken v, String expected) {
+        return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + describe(v) + ", expected " + expected);
     }
 
     private static boolean duplicate(Decoded out, String name) {
         return out.invalid(InvalidReason.DUPLICATE_FIELD, name + " appears more than once");
-    }
-
-    private static String requireString(JsonParser p, JsonToken v, String name, Decoded out) throws IOException {
-        if (v == JsonToken.VALUE_STRING) {
-            return p.getText();
-        }
-        if (v == JsonToken.VALUE_NULL) {
-            out.invalid(InvalidReason.NULL_FIELD, name + " is null");
-        } else {
-            out.invalid(InvalidReason.WRONG_TYPE, name + " is " + describe(v) + ", expected a string");
-        }
-        return null;
     }
 
     private static String describe(JsonToken t) {

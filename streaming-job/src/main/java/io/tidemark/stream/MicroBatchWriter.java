@@ -78,8 +78,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     public MicroBatchWriter(TidemarkConfig config, BatchListener listener) {
         this.config = config;
         this.lakehouse = Lakehouse.of(config);
-        this.classifier = new RecordClassifier(config.maxMessageBytes(), config.clockSkew(), config.maxEventAge(), config.window());
         this.pipeline = Pipeline.of(config);
+        this.classifier = new RecordClassifier(pipeline.events(), config.maxMessageBytes(), config.clockSkew(), config.maxEventAge(), config.window());
         this.listener = listener;
     }
 
@@ -121,7 +121,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         try {
             // The one action over the whole batch before the writes: fills the cache and gives the
             // counts, the watermark input and the on-time partial KPIs in one pass.
-            List<Row> summary = RecordClassifier.summary(classified, List.of(kpis.aggregation()), Watermark.ofMillis(watermarkMs))
+            List<Row> summary = classifier.summary(classified, List.of(kpis.aggregation()), Watermark.ofMillis(watermarkMs))
                     .collectAsList();
             long onTime = 0;
             long late = 0;
@@ -165,14 +165,14 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             }
             if (onTime + late > 0) {
                 commits.add(submit(spark, () -> {
-                    append(RecordClassifier.rawEvents(classified, batchId), Table.RAW_EVENTS, batchId);
+                    append(classifier.rawEvents(classified, batchId), Table.RAW_EVENTS, batchId);
                     CrashPoint.AFTER_RAW_EVENTS.reached(batchId);
                     return 0L;
                 }));
             }
             if (late > 0) {
                 commits.add(submit(spark, () -> {
-                    append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), watermarkMs, batchId), Table.LATE_EVENTS, batchId);
+                    append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), classifier.eventColumns(), watermarkMs, batchId), Table.LATE_EVENTS, batchId);
                     return 0L;
                 }));
             }

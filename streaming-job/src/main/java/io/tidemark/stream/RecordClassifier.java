@@ -23,6 +23,7 @@ import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.late.LateRecordRouter;
 
 /**
@@ -36,31 +37,41 @@ import io.tidemark.late.LateRecordRouter;
  */
 public final class RecordClassifier {
 
-    static final StructType DECODED = new StructType()
-            .add("reason", DataTypes.StringType)
-            .add("detail", DataTypes.StringType)
-            .add("subscriber_id", DataTypes.StringType)
-            .add("cell_site_id", DataTypes.StringType)
-            .add("event_micros", DataTypes.LongType)
-            .add("volume_gb", DataTypes.DoubleType);
-
-    private final EventDecoder decoder;
+    private final Pipeline.EventTable events;
     private final Duration window;
     private final int maxMessageBytes;
     private final UserDefinedFunction decode;
 
-    public RecordClassifier(int maxMessageBytes, Duration clockSkew, Duration maxEventAge, Duration window) {
-        this.decoder = new EventDecoder(maxMessageBytes, clockSkew.toNanos() / 1000, maxEventAge.toNanos() / 1000);
+    /**
+     * @param events the pipeline's event table: its columns are decoded, its CHECKs give the reasons
+     * @param window the windows a record is late for (the KPI table's)
+     */
+    public RecordClassifier(Pipeline.EventTable events, int maxMessageBytes, Duration clockSkew, Duration maxEventAge, Duration window) {
+        this.events = events;
+        EventDecoder decoder = new EventDecoder(events, maxMessageBytes, clockSkew.toNanos() / 1000, maxEventAge.toNanos() / 1000);
         this.window = window;
         this.maxMessageBytes = maxMessageBytes;
-        EventDecoder d = decoder;
+        StructType decoded = new StructType()
+                .add("_reason", DataTypes.StringType)
+                .add("_detail", DataTypes.StringType)
+                .add("_deferred", DataTypes.StringType)
+                .add("_deferred_detail", DataTypes.StringType);
+        for (int i = 0; i < decoder.columns().size(); i++) {
+            decoded = decoded.add(decoder.columns().get(i), decoder.types().get(i));
+        }
+        int width = decoded.size();
         this.decode = udf((UDF2<byte[], Long, Row>) (value, ingestMicros) -> {
-            EventDecoder.Decoded r = d.decode(value, ingestMicros);
-            if (r.reason != null) {
-                return RowFactory.create(r.reason.name(), r.detail, null, null, null, null);
+            EventDecoder.Decoded r = decoder.decode(value, ingestMicros);
+            Object[] out = new Object[width];
+            out[0] = r.reason;
+            out[1] = r.detail;
+            out[2] = r.deferred;
+            out[3] = r.deferredDetail;
+            if (r.reason == null) {
+                System.arraycopy(r.values, 0, out, 4, r.values.length);
             }
-            return RowFactory.create(null, null, r.subscriberId, r.cellSiteId, r.eventMicros, r.volumeGb);
-        }, DECODED)
+            return RowFactory.create(out);
+        }, decoded)
                 // Not because it is: so the optimizer keeps one call per record instead of one per extracted field.
                 .asNondeterministic();
     }
@@ -78,13 +89,31 @@ public final class RecordClassifier {
                 col("timestamp").as("ingest_ts"),
                 col("value"),
                 decode.apply(col("value"), expr("unix_micros(timestamp)")).as("d"));
-        Dataset<Row> flat = decoded.select(
-                col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_key"), col("ingest_ts"), col("value"),
-                col("d.reason").as("reason"), col("d.detail").as("detail"),
-                col("d.subscriber_id").as("subscriber_id"), col("d.cell_site_id").as("cell_site_id"),
-                expr("timestamp_micros(d.event_micros)").as("event_ts"), col("d.volume_gb").as("volume_gb"));
+        List<Column> flat = new ArrayList<>(List.of(col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_key"),
+                col("ingest_ts"), col("value"), col("d._reason").as("decode_reason"), col("d._detail").as("decode_detail"),
+                col("d._deferred").as("deferred_reason"), col("d._deferred_detail").as("deferred_detail")));
+        for (Pipeline.Column c : events.columns()) {
+            flat.add(col("d").getField(c.name()).as(c.name()));
+        }
+        // The decoder's reason first, then the first CHECK the record breaks, then the decoder's deferred one.
+        StringBuilder checkReason = new StringBuilder("CASE");
+        StringBuilder checkDetail = new StringBuilder("CASE");
+        for (Pipeline.Check c : events.checks()) {
+            checkReason.append(" WHEN ").append(c.fails()).append(" THEN '").append(c.reason()).append("'");
+            checkDetail.append(" WHEN ").append(c.fails()).append(" THEN ").append(c.detail());
+        }
+        String noCheck = events.checks().isEmpty() ? "CAST(NULL AS STRING)" : null;
+        Dataset<Row> checked = decoded.select(flat.toArray(Column[]::new))
+                .withColumn("reason", expr("coalesce(decode_reason, " + (noCheck != null ? noCheck : checkReason + " END") + ", deferred_reason)"))
+                .withColumn("detail", expr("CASE WHEN decode_reason IS NOT NULL THEN decode_detail ELSE coalesce("
+                        + (noCheck != null ? noCheck : checkDetail + " END") + ", deferred_detail) END"))
+                .drop("decode_reason", "decode_detail", "deferred_reason", "deferred_detail");
+        List<String> order = new ArrayList<>(List.of("kafka_topic", "kafka_partition", "kafka_offset", "kafka_key", "ingest_ts", "value", "reason",
+                "detail"));
+        order.addAll(eventColumns());
+        checked = checked.selectExpr(order.stream().map(c -> "`" + c + "`").toArray(String[]::new));
         Column valid = col("reason").isNull();
-        Dataset<Row> marked = LateRecordRouter.markLate(flat, window, watermarkMs);
+        Dataset<Row> marked = LateRecordRouter.markLate(checked, window, watermarkMs);
         return marked
                 .withColumn("is_late", when(valid, col("is_late")))
                 .withColumn("payload", when(valid, col("value").cast("string")))
@@ -95,12 +124,13 @@ public final class RecordClassifier {
                 .drop("value");
     }
 
-    /** Rows for {@code raw_events}. */
-    public static Dataset<Row> rawEvents(Dataset<Row> classified, long batchId) {
-        return classified.filter(col("reason").isNull()).select(
-                col("subscriber_id"), col("cell_site_id"), col("event_ts"), col("volume_gb"), col("payload"),
-                col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("ingest_ts"),
-                col("is_late"), lit(batchId).as("batch_id"), expr("to_date(event_ts)").as("event_date"));
+    /** Rows for {@code raw_events}: the event's columns, the message, where it came from and when. */
+    public Dataset<Row> rawEvents(Dataset<Row> classified, long batchId) {
+        List<Column> columns = new ArrayList<>();
+        events.columns().forEach(c -> columns.add(col(c.name())));
+        columns.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("ingest_ts"),
+                col("is_late"), lit(batchId).as("batch_id"), expr("to_date(" + events.eventTime() + ")").as("event_date")));
+        return classified.filter(col("reason").isNull()).select(columns.toArray(Column[]::new));
     }
 
     /** Rows for {@code dead_letter}. */
@@ -109,6 +139,11 @@ public final class RecordClassifier {
                 col("reason"), col("detail"), col("raw_bytes"), col("raw_text"), col("message_bytes"), col("kafka_key"),
                 col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), lit(batchId).as("batch_id"),
                 col("ingest_ts").as("arrival_ts"), expr("to_date(ingest_ts)").as("arrival_date"));
+    }
+
+    /** The event table's column names, in order. */
+    public List<String> eventColumns() {
+        return events.columns().stream().map(Pipeline.Column::name).toList();
     }
 
     /** The {@code kind} of a classified row in {@link #summary}. */
@@ -130,10 +165,11 @@ public final class RecordClassifier {
      *   {@link #partialColumn} so that two tables' columns never meet.</li>
      * </ul>
      */
-    public static Dataset<Row> summary(Dataset<Row> classified, List<KpiAggregation> tables, Watermark watermark) {
+    public Dataset<Row> summary(Dataset<Row> classified, List<KpiAggregation> tables, Watermark watermark) {
         Column kind = when(col("reason").isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as("kind");
         Dataset<Row> out = classified.groupBy(kind, col("reason"), col("kafka_partition"))
-                .agg(count(lit(1)).as("records"), max(expr("unix_millis(event_ts)")).as("max_event_ms"));
+                .agg(count(lit(1)).as("records"), max(expr("CASE WHEN reason IS NULL THEN unix_millis(" + events.eventTime() + ") END"))
+                        .as("max_event_ms"));
         Dataset<Row> valid = classified.filter(col("reason").isNull());
         for (int i = 0; i < tables.size(); i++) {
             KpiAggregation t = tables.get(i);

@@ -26,6 +26,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.lakehouse.pipeline.PipelineParser;
 
 /**
  * A hand-made micro-batch of Kafka records through the classifier: two on time, one late, two
@@ -50,7 +51,8 @@ class RecordClassifierTest {
 
     private static SparkSession spark;
     private final RecordClassifier classifier =
-            new RecordClassifier(1024, Duration.ofMinutes(5), Duration.ofDays(7), Duration.ofMinutes(10));
+            new RecordClassifier(PipelineParser.shipped(PipelineParser.DEFAULT).events(), 1024, Duration.ofMinutes(5), Duration.ofDays(7),
+                    Duration.ofMinutes(10));
 
     @BeforeAll
     static void start() {
@@ -132,7 +134,7 @@ class RecordClassifierTest {
             .set("window", "10 minutes").build()).table("kpi_5m").orElseThrow(), "event_ts"));
 
     private Dataset<Row> summary(long watermarkMs) {
-        return RecordClassifier.summary(classifier.classify(batch(), watermarkMs), KPI_10M, Watermark.ofMillis(watermarkMs));
+        return classifier.summary(classifier.classify(batch(), watermarkMs), KPI_10M, Watermark.ofMillis(watermarkMs));
     }
 
     @Test
@@ -173,5 +175,47 @@ class RecordClassifierTest {
         assertThat(values(summary.select("window_start", "kpi0_record_count").where("kind = 'kpi'").orderBy("window_start"))).containsExactly(
                 row(t("2026-11-29T13:50:00Z"), 1L),
                 row(t("2026-11-29T14:10:00Z"), 2L));
+    }
+
+    private static String event(String subscriber, String ts, String volume) {
+        return "{\"subscriber_id\":\"" + subscriber + "\",\"cell_site_id\":\"c\",\"event_ts\":\"" + ts + "\",\"volume_gb\":" + volume + "}";
+    }
+
+    /**
+     * The network pipeline's CHECKs name the records that break them (the reasons the decoder gave
+     * before they were declared in pipelines/network.sql), before a time that does not parse or is
+     * out of range, which the decoder defers.
+     */
+    @Test
+    void eachCheckNamesTheRecordsThatBreakIt() {
+        String now = "2026-11-29T14:20:00Z";
+        List<String> messages = List.of(
+                event(" ", now, "1"),
+                event("s", now, "-0.1"),
+                event("s", now, "NaN"),
+                event("s", now, "1e999"),
+                event("s", now, "-1e999"),
+                // finite, but no DECIMAL(38,9) holds it: it crashed every replay of its batch (hostile-conditions suite)
+                event("s", now, "1e308"),
+                event("s", now, "1.0000001e12"),
+                event("s", now, "1e12"), // the largest volume allowed
+                event(" ", "yesterday", "1"), // a CHECK first, then the time
+                event("s", "2026-11-29T15:00:00Z", "-1"), // negative and from the future
+                event("s", "yesterday", "1"),
+                event("\\t\\u2003", now, "1")); // a tab and an em space: blank as String.isBlank has it
+        List<Row> kafka = new ArrayList<>();
+        for (int i = 0; i < messages.size(); i++) {
+            kafka.add(RowFactory.create(null, messages.get(i).getBytes(StandardCharsets.UTF_8), TOPIC, 0, (long) i, t(now)));
+        }
+        Dataset<Row> classified = classifier.classify(spark.createDataFrame(kafka, KAFKA), 0L);
+        assertThat(values(classified.orderBy("kafka_offset").select("reason"))).containsExactly(
+                row("BLANK_ID"), row("NEGATIVE_VOLUME"), row("NON_FINITE_VOLUME"), row("NON_FINITE_VOLUME"), row("NON_FINITE_VOLUME"),
+                row("VOLUME_TOO_LARGE"), row("VOLUME_TOO_LARGE"), row((Object) null), row("BLANK_ID"), row("NEGATIVE_VOLUME"),
+                row("BAD_TIMESTAMP"), row("BLANK_ID"));
+        assertThat(values(classified.where("kafka_offset = 7").select("volume_gb", "is_late"))).containsExactly(row(1e12, false));
+        assertThat(values(classified.where("kafka_offset IN (1, 2, 10)").orderBy("kafka_offset").select("detail"))).containsExactly(
+                row("CHECK negative_volume (volume_gb >= 0) is false for volume_gb = -0.1"),
+                row("CHECK non_finite_volume (NOT isnan(volume_gb) AND abs(volume_gb) < double('infinity')) is false for volume_gb = NaN"),
+                row("event_ts 'yesterday': expected ISO-8601 like 2026-11-29T14:03:12.345Z"));
     }
 }

@@ -69,12 +69,38 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
     /**
      * A CHECK constraint: a valid record satisfies it; one that does not goes to dead_letter with the
      * constraint's name, upper-cased, as its reason.
+     *
+     * @param columns the event columns the condition reads, for the detail of a record that fails it
      */
-    public record Check(String name, String condition, Position at) {
+    public record Check(String name, String condition, List<String> columns, Position at) {
+        public Check {
+            columns = List.copyOf(columns);
+        }
+
         /** The dead_letter reason of a record that fails this check. */
         public String reason() {
             return name.toUpperCase(Locale.ROOT);
         }
+
+        /** Spark SQL, true when a record fails the check: its condition is false (unknown passes, as in SQL's CHECK). */
+        public String fails() {
+            return "NOT coalesce(" + condition + ", true)";
+        }
+
+        /** Spark SQL, the dead_letter detail of a record that fails it: the check and the values it read. */
+        public String detail() {
+            List<String> values = new ArrayList<>();
+            for (String c : columns) {
+                values.add("concat('" + literal(c) + " = ', coalesce(CAST(" + c + " AS STRING), 'null'))");
+            }
+            return "concat('" + literal("CHECK " + name + " (" + condition + ") is false" + (columns.isEmpty() ? "" : " for ")) + "'"
+                    + (columns.isEmpty() ? "" : ", concat_ws(', ', " + String.join(", ", values) + ")") + ")";
+        }
+    }
+
+    /** {@code text} inside a single-quoted Spark SQL string literal. */
+    static String literal(String text) {
+        return text.replace("\\", "\\\\").replace("'", "\\'");
     }
 
     /**

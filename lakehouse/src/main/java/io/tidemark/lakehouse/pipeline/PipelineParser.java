@@ -494,7 +494,15 @@ public final class PipelineParser {
                     "CONSTRAINT positive_amount CHECK (" + source(condition) + ")");
         }
         scalarOverColumns(condition, columns, "a CHECK");
-        return new Check(name, source(condition), at(condition));
+        java.util.LinkedHashSet<String> read = new java.util.LinkedHashSet<>();
+        forEachNode(condition, n -> {
+            if (n instanceof UnresolvedAttribute a) {
+                List<String> parts = CollectionConverters.asJava(a.nameParts());
+                String col = parts.get(parts.size() - 1);
+                columns.stream().filter(c -> c.name().equalsIgnoreCase(col)).findFirst().ifPresent(c -> read.add(c.name()));
+            }
+        });
+        return new Check(name, source(condition), List.copyOf(read), at(condition));
     }
 
     // ------------------------------------------------------------------ a KPI table

@@ -60,7 +60,7 @@ class PipelineParserTest {
         assertThat(k.measures()).extracting(Measure::written).containsExactly("count(*)", "sum(CAST(volume_gb AS DECIMAL(38,9)))",
                 "approx_count_distinct(subscriber_id)");
         assertThat(k.measures()).extracting(Measure::resultType).containsExactly("BIGINT", "DECIMAL(38,9)", "BIGINT");
-        assertThat(k.at()).hasToString(PIPELINES.resolve("network.sql") + ":22:1");
+        assertThat(k.at()).hasToString(PIPELINES.resolve("network.sql") + ":23:1");
         // The table it declares is kpi_5m as sql/tables.sql creates it: the same columns, in order, of the same types.
         assertThat(k.measures().get(2).sketch()).isEqualTo("subscriber_sketch");
         assertThat(k.columns()).containsExactlyElementsOf(java.util.Arrays.stream(io.tidemark.lakehouse.Lakehouse.schema(
