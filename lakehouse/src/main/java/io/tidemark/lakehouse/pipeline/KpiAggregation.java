@@ -31,7 +31,9 @@ public final class KpiAggregation {
     private final KpiTable table;
     private final String eventTime;
     private final List<String> stateColumns = new ArrayList<>();
+    private final List<String> stateNames;
     private final int[] stateOffsets;
+    private final StructType stateRowSchema;
 
     public KpiAggregation(KpiTable table, String eventTime) {
         this.table = table;
@@ -42,6 +44,12 @@ public final class KpiAggregation {
             stateColumns.addAll(table.measures().get(i).stateColumns());
         }
         stateOffsets[table.measures().size()] = stateColumns.size();
+        this.stateNames = stateColumns.stream().map(c -> c.substring(0, c.indexOf(' '))).toList();
+        List<String> ddl = new ArrayList<>(List.of("window_start TIMESTAMP", "window_end TIMESTAMP"));
+        table.dimensions().forEach(d -> ddl.add(d.name() + " " + d.sqlType()));
+        ddl.addAll(stateColumns);
+        ddl.addAll(List.of("is_final BOOLEAN", "source STRING", "updated_at TIMESTAMP", "stream_batch_id BIGINT", "event_date DATE"));
+        this.stateRowSchema = StructType.fromDDL(String.join(", ", ddl));
     }
 
     public KpiTable table() {
@@ -55,7 +63,7 @@ public final class KpiAggregation {
 
     /** The state columns' names, in {@link #merge} order. */
     public List<String> state() {
-        return stateColumns.stream().map(c -> c.substring(0, c.indexOf(' '))).toList();
+        return stateNames;
     }
 
     /**
@@ -118,11 +126,7 @@ public final class KpiAggregation {
      * is_final, source, updated_at, stream_batch_id and event_date; {@link #stored} turns them into the table's.
      */
     public StructType stateRowSchema() {
-        List<String> ddl = new ArrayList<>(List.of("window_start TIMESTAMP", "window_end TIMESTAMP"));
-        table.dimensions().forEach(d -> ddl.add(d.name() + " " + d.sqlType()));
-        ddl.addAll(stateColumns);
-        ddl.addAll(List.of("is_final BOOLEAN", "source STRING", "updated_at TIMESTAMP", "stream_batch_id BIGINT", "event_date DATE"));
-        return StructType.fromDDL(String.join(", ", ddl));
+        return stateRowSchema;
     }
 
     /** Rows of {@link #stateRowSchema} as the table's columns ({@link KpiTable#columns}), each value computed from the state. */
