@@ -7,7 +7,6 @@ import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.max;
 import static org.apache.spark.sql.functions.sum;
-import static org.apache.spark.sql.functions.to_date;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,13 +55,9 @@ public final class KpiComputation {
         return "hll_sketch_estimate(" + orderFreeUnion(sketchColumn) + ")";
     }
 
-    /** Adds {@code window_start}, {@code window_end} and {@code event_date} (UTC date of the window start). */
+    /** Adds {@code window_start}, {@code window_end} and {@code event_date} (UTC date of the window start) of the tumbling {@code window}. */
     public static Dataset<Row> withWindow(Dataset<Row> events, Duration window) {
-        long us = window.toNanos() / 1000;
-        return events
-                .withColumn("window_start", expr("timestamp_micros(unix_micros(event_ts) - pmod(unix_micros(event_ts), " + us + "L))"))
-                .withColumn("window_end", expr("timestamp_micros(unix_micros(window_start) + " + us + "L)"))
-                .withColumn("event_date", to_date(col("window_start")));
+        return io.tidemark.lakehouse.pipeline.KpiAggregation.windowed(events, "event_ts", new io.tidemark.lakehouse.pipeline.Pipeline.Window(window, window));
     }
 
     /**

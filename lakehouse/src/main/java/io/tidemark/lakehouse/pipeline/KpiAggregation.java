@@ -73,14 +73,19 @@ public final class KpiAggregation {
      * gives each record the S / L windows whose start is its time rounded down to L, minus 0..S/L-1 slides.
      */
     public Dataset<Row> windowed(Dataset<Row> events) {
-        long sizeUs = table.window().size().toNanos() / 1000;
-        long slideUs = table.window().slide().toNanos() / 1000;
+        return windowed(events, eventTime, table.window());
+    }
+
+    /** {@link #windowed(Dataset)} for any event-time column and window: the one place a record is given its windows. */
+    public static Dataset<Row> windowed(Dataset<Row> events, String eventTime, Pipeline.Window window) {
+        long sizeUs = window.size().toNanos() / 1000;
+        long slideUs = window.slide().toNanos() / 1000;
         String ts = "unix_micros(" + eventTime + ")";
         Dataset<Row> out;
-        if (table.window().tumbling()) {
+        if (window.tumbling()) {
             out = events.withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + sizeUs + "L))"));
         } else {
-            out = events.withColumn("tidemark_slide", expr("explode(sequence(0L, " + (table.window().windowsPerRecord() - 1) + "L))"))
+            out = events.withColumn("tidemark_slide", expr("explode(sequence(0L, " + (window.windowsPerRecord() - 1) + "L))"))
                     .withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + slideUs + "L) - tidemark_slide * "
                             + slideUs + "L)"))
                     .drop("tidemark_slide");
