@@ -49,7 +49,7 @@ class PipelineCommandTest {
                 + "    merge, stored row s with the batch's b: coalesce(hll_union(s.users_sketch, b.users_sketch), s.users_sketch, "
                 + "b.users_sketch) AS users_sketch\n"
                 + "    value read: hll_sketch_estimate(users_sketch)\n"
-                + "    exact, by reconcile over raw_events: count(DISTINCT user_id) (the stream's value is the sketch's estimate until then)\n");
+                + "    exact, by reconcile over raw_events: CAST(size(array_sort(collect_set(user_id))) AS BIGINT) (the stream's value is the sketch's estimate until then)\n");
         assertThat(r.out()).contains("  late rule: a record is late for each of its windows (1 hour every 15 minutes (hopping)) that ended at or "
                 + "before the watermark in force for its batch (the newest event time seen, minus 10 min): it is not counted there but goes "
                 + "to late_events, naming country_1h and the window, and reconcile counts it; the windows of it still open count it\n");

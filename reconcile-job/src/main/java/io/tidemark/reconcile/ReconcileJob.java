@@ -189,7 +189,7 @@ public final class ReconcileJob {
         }
         Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
         Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(ofDay);
-        Dataset<Row> truth = TruthKpis.of(raw, config.window()).persist(StorageLevel.MEMORY_AND_DISK());
+        Dataset<Row> truth = TruthKpis.of(raw, config).persist(StorageLevel.MEMORY_AND_DISK());
         Dataset<Row> current = lakehouse.read(spark, Table.KPI_5M).filter(ofDay);
         Dataset<Row> comparison = TruthKpis.compare(current, truth)
                 .persist(StorageLevel.MEMORY_AND_DISK());

@@ -1,18 +1,30 @@
 package io.tidemark.reconcile;
 
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
 import static org.apache.spark.sql.functions.expr;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.max;
+import static org.apache.spark.sql.functions.udf;
+import static org.apache.spark.sql.functions.when;
 
-import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
+import org.apache.datasketches.hll.HllSketch;
+import org.apache.datasketches.hll.TgtHllType;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.types.DataTypes;
 
 import io.tidemark.lakehouse.KpiComputation;
-import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.lakehouse.pipeline.Measure;
+import io.tidemark.lakehouse.pipeline.Pipeline;
 
 /**
  * The batch layer's answer for a day, and how far the current KPI rows are from it. Pure
@@ -24,38 +36,83 @@ public final class TruthKpis {
     }
 
     /**
-     * The columns of {@code kpi_5m} (sql/tables.sql) the fold gives, in table order, then {@code more}:
-     * the table's own bookkeeping columns (such as the stream's {@code stream_batch_id}) are not the KPI's.
+     * The exact rows of a KPI table over complete raw data (late records included), from its
+     * definition: each measure's exact face ({@link Measure#exact}), the state the stream would keep
+     * beside it (an avg's sum and count, a sketch), the table's columns in its order but the stream's
+     * batch, then {@code late_records}; final, {@code source = 'batch'}, {@code updated_at} the ingest
+     * time of the newest record counted.
+     *
+     * <p>A distinct count's sketch is built from the window's distinct values fed once each in sorted
+     * order ({@link #SORTED_HLL}): a sketch's bytes (and, past a few hundred values, even its estimate)
+     * depend on the order it saw its input, and a grouped aggregation's order on how tasks and shuffle
+     * blocks happened to line up; fed in sorted order it is the same byte for byte on every run, and it
+     * is the sketch {@code hll_sketch_agg} builds from that sorted input (TruthKpisTest).
      */
-    private static Column[] kpiColumnsAnd(String... more) {
-        java.util.Set<String> folded = new java.util.HashSet<>(java.util.Arrays.asList(SortedKpiFold.OUTPUT.fieldNames()));
-        return java.util.stream.Stream.concat(
-                        java.util.Arrays.stream(Lakehouse.schema(Table.KPI_5M).fieldNames()).filter(folded::contains),
-                        java.util.Arrays.stream(more))
-                .map(c -> col(c)).toArray(Column[]::new);
+    public static Dataset<Row> of(Dataset<Row> rawEvents, Pipeline.KpiTable table, String eventTime) {
+        Dataset<Row> in = table.where() == null ? rawEvents : rawEvents.filter(expr(table.where()));
+        Dataset<Row> windowed = KpiAggregation.windowed(in, eventTime, table.window());
+        List<Column> keys = new ArrayList<>();
+        KpiAggregation.WINDOW_COLUMNS.forEach(c -> keys.add(col(c)));
+        table.dimensions().forEach(d -> keys.add(col(d.name())));
+        List<Column> aggregates = new ArrayList<>();
+        for (Measure m : table.measures()) {
+            for (String stored : m.storedColumns()) {
+                String name = stored.substring(0, stored.indexOf(' '));
+                if (name.equals(m.name())) {
+                    aggregates.add(expr(m.exact()).as(name));
+                } else if (m.kind() == Measure.Kind.APPROX_COUNT_DISTINCT) {
+                    aggregates.add(SORTED_HLL.apply(expr(m.distinctValues())).as(name));
+                } else {
+                    String partial = m.partial().stream().filter(p -> p.endsWith(" AS " + name)).findFirst().orElseThrow();
+                    aggregates.add(expr(partial.substring(0, partial.length() - (" AS " + name).length())).as(name));
+                }
+            }
+        }
+        aggregates.add(max(col("ingest_ts")).as("updated_at"));
+        aggregates.add(count(when(col("is_late"), 1)).as("late_records"));
+        Column[] k = keys.toArray(Column[]::new);
+        Dataset<Row> exact = windowed.repartition(k).sortWithinPartitions(k).groupBy(k)
+                .agg(aggregates.get(0), aggregates.subList(1, aggregates.size()).toArray(Column[]::new))
+                .withColumn("is_final", lit(true))
+                .withColumn("source", lit("batch"));
+        List<Column> out = new ArrayList<>();
+        for (String c : table.columns()) {
+            String name = c.substring(0, c.indexOf(' '));
+            if (!name.equals("stream_batch_id")) {
+                out.add(col(name));
+            }
+        }
+        out.add(col("late_records"));
+        return exact.select(out.toArray(Column[]::new));
     }
 
     /**
-     * The exact KPI rows of complete raw data (late records included), with the columns of
-     * {@code kpi_5m} the KPI defines (in table order) and {@code late_records}: final,
-     * {@code source = 'batch'}, {@code updated_at} the ingest time of the newest record counted.
-     *
-     * <p>The same KPI as {@link KpiComputation#exactKpis} (record count, exact volume, exact distinct
-     * subscribers, {@code hll_sketch_agg(subscriber_id, 12)}), computed in one pass: the day's records
-     * go to their (window, cell)'s task, sorted by subscriber, and each group is folded in that order.
-     * A sketch's bytes (and, past a few hundred subscribers, even its estimate) depend on the order it
-     * saw its input; a grouped aggregation's order depends on how tasks and shuffle blocks happened to
-     * line up. Fed each distinct subscriber once, in sorted order, the sketch is the same byte for byte
-     * on every run, and the distinct count falls out of the sort. The fold is in {@link SortedKpiFold}.
+     * A distinct count's sketch from the window's distinct values, sorted: an HLL_8 sketch of lgK
+     * {@link Measure#HLL_LG_K} updated with each once, in order, as {@code hll_sketch_agg} updates it
+     * (a string by its UTF-8 bytes, a whole number as a long, binary as its bytes).
      */
-    public static Dataset<Row> of(Dataset<Row> rawEvents, Duration window) {
-        return KpiComputation.withWindow(rawEvents, window)
-                .select(col("event_date"), col("window_start"), col("window_end"), col("cell_site_id"), col("subscriber_id"),
-                        col("volume_gb").cast(KpiComputation.VOLUME_TYPE).as("volume_gb"), col("ingest_ts"), col("is_late"))
-                .repartition(col("window_start"), col("cell_site_id"))
-                .sortWithinPartitions(col("window_start"), col("cell_site_id"), col("subscriber_id"))
-                .mapPartitions(new SortedKpiFold(), Encoders.row(SortedKpiFold.OUTPUT))
-                .select(kpiColumnsAnd("late_records"));
+    static final UserDefinedFunction SORTED_HLL = udf((UDF1<scala.collection.Seq<Object>, byte[]>) values -> {
+        HllSketch sketch = new HllSketch(Measure.HLL_LG_K, TgtHllType.HLL_8);
+        scala.collection.Iterator<Object> it = values.iterator();
+        while (it.hasNext()) {
+            Object v = it.next();
+            if (v instanceof String s) {
+                sketch.update(s);
+            } else if (v instanceof byte[] b) {
+                sketch.update(b);
+            } else if (v instanceof Number n) {
+                sketch.update(n.longValue());
+            } else if (v != null) {
+                throw new IllegalArgumentException("no sketch of a " + v.getClass().getSimpleName());
+            }
+        }
+        return sketch.toUpdatableByteArray();
+    }, DataTypes.BinaryType);
+
+    /** The exact rows of kpi_5m as {@link #of(Dataset, Pipeline.KpiTable, String)} gives them, for the pipeline of {@code config}. */
+    public static Dataset<Row> of(Dataset<Row> rawEvents, io.tidemark.lakehouse.TidemarkConfig config) {
+        Pipeline pipeline = Pipeline.of(config);
+        return of(rawEvents, pipeline.table(Table.KPI_5M.tableName()).orElseThrow(), pipeline.events().eventTime());
     }
 
     /**

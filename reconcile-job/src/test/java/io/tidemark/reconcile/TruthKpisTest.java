@@ -2,7 +2,6 @@ package io.tidemark.reconcile;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.time.Duration;
 import java.util.List;
 
 import org.apache.spark.sql.Dataset;
@@ -63,7 +62,7 @@ class TruthKpisTest {
                 FROM a JOIN d ON a.window_start = d.window_start AND a.cell_site_id = d.cell_site_id AND d.rn = 1
                 ORDER BY 1, 2""").collectAsList();
 
-        TruthKpis.of(raw, Duration.ofMinutes(5)).createOrReplaceTempView("truth");
+        TruthKpis.of(raw, io.tidemark.lakehouse.TidemarkConfig.defaults()).createOrReplaceTempView("truth");
         List<Row> actual = spark.sql("""
                 SELECT CAST(window_start AS STRING), cell_site_id, record_count, CAST(total_gb AS STRING), subscribers,
                        hex(subscriber_sketch), CAST(updated_at AS STRING), late_records

@@ -266,13 +266,20 @@ public record Measure(String name, Kind kind, String column, String argument, Da
     public String exact() {
         String f = filtered();
         return switch (kind) {
-            case APPROX_COUNT_DISTINCT -> "count(DISTINCT " + argument + ")" + f;
+            // The distinct values' set, whose size is count(DISTINCT) without the plan Spark needs for a DISTINCT beside other
+            // aggregates; reconcile builds the sketch from the same set (distinctValues).
+            case APPROX_COUNT_DISTINCT -> "CAST(size(" + distinctValues() + ") AS BIGINT)";
             // The ceil(p * n)-th smallest value, in the column's own type (percentile_disc answers in DOUBLE).
             case PERCENTILE_APPROX -> "try_element_at(sort_array(collect_list(" + argument + ")" + f + "), CAST(greatest(ceil(" + quantile
                     + " * count(" + argument + ")" + f + "), 1) AS INT))";
             case AVG -> "CAST(sum(" + argument + ")" + f + " / count(" + argument + ")" + f + " AS " + resultType() + ")";
             default -> partial().get(0).substring(0, partial().get(0).lastIndexOf(" AS "));
         };
+    }
+
+    /** For a distinct count: the window's distinct values, sorted, as Spark SQL (the exact count is its size). */
+    public String distinctValues() {
+        return "array_sort(collect_set(" + argument + ")" + filtered() + ")";
     }
 
     /** Face 4: how far the stream's value was from the truth, relative to the truth: null when the truth is 0 or absent. */
