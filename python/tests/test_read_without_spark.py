@@ -32,7 +32,7 @@ from tidemark_airflow import testing  # noqa: E402
 
 DOC = testing.REPO / "docs" / "python.md"
 
-# Spark's spelling of a roll-up's union (sql/views.sql, KpiComputation.orderFreeUnion): its estimate depends on
+# Spark's spelling of a roll-up's union (the generated roll-up views, Measure.orderFreeUnion): its estimate depends on
 # the registers alone, so Spark's figure and the recipe's are equal to the integer, whatever the read order.
 ORDER_FREE_UNION = "hll_union(hll_union_agg(subscriber_sketch), hll_union_agg(subscriber_sketch))"
 

@@ -32,27 +32,9 @@ public final class KpiComputation {
     private KpiComputation() {
     }
 
-    /**
-     * The union of a group's subscriber sketches whose estimate depends on the set of sketches
-     * alone, not on the order they reach the union (the views' {@code subscriber_sketch} of a
-     * roll-up, spelled the same way in {@code sql/views.sql} and in docs/python.md's recipe).
-     *
-     * <p>{@code hll_union_agg} keeps DataSketches' HIP accumulator while its inputs are in list or
-     * set mode, and that accumulator depends on the order of the coupons: Spark and another reader
-     * (or Spark twice, over other files) give estimates a unit or two apart. A union of that union
-     * with itself merges an HLL-mode sketch into an HLL-mode gadget, which DataSketches marks out
-     * of order: its estimate is then the composite estimator over the registers. In list or set
-     * mode the estimate is the coupon count's, already order-free; the registers or coupons are
-     * unchanged either way.
-     */
-    public static String orderFreeUnion(String sketchColumn) {
-        String union = "hll_union_agg(" + sketchColumn + ")";
-        return "hll_union(" + union + ", " + union + ")";
-    }
-
-    /** {@code hll_sketch_estimate} of {@link #orderFreeUnion}: a group's distinct subscribers, as every reader computes them. */
+    /** {@code hll_sketch_estimate} of {@link io.tidemark.lakehouse.pipeline.Measure#orderFreeUnion}: a group's distinct count, as every reader computes it. */
     public static String distinctOfUnion(String sketchColumn) {
-        return "hll_sketch_estimate(" + orderFreeUnion(sketchColumn) + ")";
+        return "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion(sketchColumn) + ")";
     }
 
     /** Adds {@code window_start}, {@code window_end} and {@code event_date} (UTC date of the window start) of the tumbling {@code window}. */

@@ -38,13 +38,26 @@ public final class Lakehouse {
     }
 
     private final String root;
+    /** The pipeline whose tables it holds; null: the shipped default's. */
+    private final TidemarkConfig config;
 
+    /** The lakehouse at {@code root}, holding the tables of the shipped default pipeline. */
     public Lakehouse(String root) {
+        this(root, null);
+    }
+
+    private Lakehouse(String root, TidemarkConfig config) {
         this.root = root.endsWith("/") ? root.substring(0, root.length() - 1) : root;
+        this.config = config;
     }
 
     public static Lakehouse of(TidemarkConfig config) {
-        return new Lakehouse(config.lakehouseUri());
+        return new Lakehouse(config.lakehouseUri(), config);
+    }
+
+    /** The pipeline whose KPI tables this lakehouse holds. */
+    public io.tidemark.lakehouse.pipeline.Pipeline pipeline() {
+        return io.tidemark.lakehouse.pipeline.Pipeline.of(config == null ? TidemarkConfig.defaults() : config);
     }
 
     public String root() {
@@ -121,7 +134,7 @@ public final class Lakehouse {
      */
     public void createAndRegister(SparkSession spark) {
         createTables(spark, true);
-        for (String statement : statements("views.sql")) {
+        for (String statement : viewStatements()) {
             spark.sql(statement);
         }
     }
@@ -282,9 +295,14 @@ public final class Lakehouse {
     private static final java.util.regex.Pattern CREATE_TABLE =
             java.util.regex.Pattern.compile("CREATE TABLE IF NOT EXISTS tidemark\\.(\\w+) \\(");
 
-    /** The statements of {@code sql/views.sql}, each a {@code CREATE OR REPLACE TEMPORARY VIEW}, in order. */
-    public static List<String> viewStatements() {
-        return new Lakehouse("").statements("views.sql");
+    /**
+     * The analyst views, each a {@code CREATE OR REPLACE TEMPORARY VIEW}: those of the pipeline's KPI
+     * tables ({@link io.tidemark.lakehouse.pipeline.KpiViews}), then {@code sql/views.sql}'s, in order.
+     */
+    public List<String> viewStatements() {
+        List<String> out = new ArrayList<>(io.tidemark.lakehouse.pipeline.KpiViews.statements(pipeline()));
+        out.addAll(statements("views.sql"));
+        return out;
     }
 
     List<String> statements(String file) {

@@ -254,7 +254,7 @@ class KpiComputationTest {
         for (String order : orders) {
             // One partition, sorted: the union sees the sketches in exactly this order.
             Row r = spark.sql("SELECT hll_sketch_estimate(hll_union_agg(s)), " + KpiComputation.distinctOfUnion("s")
-                    + ", hex(substring(" + KpiComputation.orderFreeUnion("s") + ", 41)), count(*) FROM (SELECT s FROM window_sketches "
+                    + ", hex(substring(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("s") + ", 41)), count(*) FROM (SELECT s FROM window_sketches "
                     + "ORDER BY " + order + ")").first();
             assertThat(r.getLong(3)).isEqualTo(90);
             hip.add((double) r.getLong(0));
@@ -271,14 +271,14 @@ class KpiComputationTest {
         assertThat((double) orderFree.get(0)).isCloseTo(exact, org.assertj.core.data.Percentage.withPercentage(3));
     }
 
-    /** sql/views.sql spells each roll-up's union as KpiComputation does: one rule, two syntaxes, checked equal. */
+    /** The roll-up views spell each union of sketches the order-free way, and nothing else unions sketches. */
     @Test
     void theViewsRollUpWithTheOrderFreeUnion() {
-        String union = KpiComputation.orderFreeUnion("subscriber_sketch") + " AS subscriber_sketch";
-        List<String> views = new Lakehouse("").statements("views.sql");
+        String union = io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("subscriber_sketch") + " AS subscriber_sketch";
+        List<String> views = new Lakehouse("").viewStatements();
         List<String> rollUps = views.stream().filter(v -> v.contains("hll_union_agg")).toList();
         assertThat(rollUps).hasSize(2).allSatisfy(v -> assertThat(v).contains(union));
-        assertThat(String.join("\n", views).replace(KpiComputation.orderFreeUnion("subscriber_sketch"), ""))
+        assertThat(String.join("\n", views).replace(io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("subscriber_sketch"), ""))
                 .doesNotContain("hll_union_agg");
     }
 }

@@ -47,9 +47,10 @@ final class CatalogCommand extends TidemarkCommand {
             say("metastore %s; lakehouse %s", describe(m), config.lakehouseUri());
             SparkSession spark = UserError.check(() -> CatalogRegistration.session(config, appName));
             try {
-                List<String> lines = body.apply(new CatalogRegistration(config), spark);
+                CatalogRegistration registration = new CatalogRegistration(config);
+                List<String> lines = body.apply(registration, spark);
                 lines.forEach(this::say);
-                if (statusExit && !CatalogRegistration.complete(lines)) {
+                if (statusExit && !registration.complete(lines)) {
                     return ExitCode.INCOMPLETE.code();
                 }
                 return Tidemark.OK;
@@ -79,7 +80,7 @@ final class CatalogCommand extends TidemarkCommand {
 
     @Command(name = "register", mixinStandardHelpOptions = true,
             description = {"Create database tidemark (located under the lakehouse), every table as an EXTERNAL Delta table at the "
-                    + "lakehouse, and the views of sql/views.sql as persistent views. Safe to re-run: registered tables stay, changed "
+                    + "lakehouse, and the analyst views as persistent views. Safe to re-run: registered tables stay, changed "
                     + "views are replaced.",
                     "A table registered at another location is refused (exit code 2, nothing changed) unless --replace is given."})
     static final class Register extends MetastoreCommand {

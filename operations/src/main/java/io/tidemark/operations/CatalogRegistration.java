@@ -30,13 +30,13 @@ import io.tidemark.lakehouse.TidemarkConfig;
  *   <li>every table of {@code sql/tables.sql} as an EXTERNAL Delta table
  *       ({@code CREATE TABLE tidemark.<t> USING delta LOCATION '<lakehouse>/<t>'}): the metastore holds
  *       the name and location only, the schema stays in the Delta log;</li>
- *   <li>every view of {@code sql/views.sql} as a persistent view, derived from its
+ *   <li>every analyst view ({@link Lakehouse#viewStatements}) as a persistent view, derived from its
  *       {@code CREATE OR REPLACE TEMPORARY VIEW} statement (the one definition), with Spark
  *       built-ins only.</li>
  * </ul>
  *
  * <p>Re-running is safe: a table already registered at this lakehouse is left alone, a view whose
- * text differs from {@code views.sql} (after an upgrade) is replaced. A table registered at another
+ * text differs from its definition (after an upgrade) is replaced. A table registered at another
  * location, or a Tidemark name taken by another kind of object, is refused before anything changes
  * (a shared catalog is not silently repointed); {@code replace} repoints EXTERNAL tables. MANAGED
  * tables and other objects are never dropped: dropping them would delete data that is not Tidemark's.
@@ -58,7 +58,7 @@ public final class CatalogRegistration {
         }
     }
 
-    /** A view of {@code sql/views.sql}: its name and the query after {@code AS}. */
+    /** An analyst view ({@link Lakehouse#viewStatements}): its name and the query after {@code AS}. */
     public record View(String name, String query) {
         /** The persistent form of the TEMPORARY statement: the same query, in database {@code tidemark}. */
         public String createStatement() {
@@ -80,15 +80,15 @@ public final class CatalogRegistration {
     }
 
     /**
-     * The views of {@code sql/views.sql}, each from its {@code CREATE OR REPLACE TEMPORARY VIEW name AS
+     * The analyst views ({@link Lakehouse#viewStatements}), each from its {@code CREATE OR REPLACE TEMPORARY VIEW name AS
      * query} statement; any other statement there is an error (it could not be made persistent).
      */
-    public static List<View> views() {
+    public List<View> views() {
         List<View> out = new ArrayList<>();
-        for (String statement : Lakehouse.viewStatements()) {
+        for (String statement : lakehouse.viewStatements()) {
             Matcher m = TEMPORARY_VIEW.matcher(statement);
             if (!m.find()) {
-                throw new IllegalStateException("sql/views.sql: every statement must be 'CREATE OR REPLACE TEMPORARY VIEW <name> AS ...' "
+                throw new IllegalStateException("the analyst views: every statement must be 'CREATE OR REPLACE TEMPORARY VIEW <name> AS ...' "
                         + "(tidemark catalog derives the persistent view from it); found: " + statement.lines().findFirst().orElse(""));
             }
             out.add(new View(m.group(1), statement.substring(m.end()).trim()));
@@ -301,7 +301,7 @@ public final class CatalogRegistration {
                 continue;
             }
             spark.sql(v.createStatement());
-            lines.add(String.format("%-30s %s", name, e.isEmpty() ? "created" : "replaced (sql/views.sql changed)"));
+            lines.add(String.format("%-30s %s", name, e.isEmpty() ? "created" : "replaced (the view changed)"));
         }
         return lines;
     }
@@ -335,14 +335,14 @@ public final class CatalogRegistration {
             Optional<Entry> e = describe(spark, v.name());
             String state = e.isEmpty() ? "missing"
                     : !e.get().type().equals("VIEW") ? "a " + e.get().type() + " table, not a view"
-                    : v.query().equals(e.get().viewText()) ? "current" : "out of date (sql/views.sql changed: run register)";
+                    : v.query().equals(e.get().viewText()) ? "current" : "out of date (the views changed: run register)";
             lines.add(String.format("%-30s %s", "view " + DATABASE + "." + v.name(), state));
         }
         return lines;
     }
 
     /** Counts of {@link #status} lines: whether everything is registered at this lakehouse and current. */
-    public static boolean complete(List<String> statusLines) {
+    public boolean complete(List<String> statusLines) {
         return statusLines.size() == 1 + Lakehouse.Table.values().length + views().size()
                 && statusLines.stream().skip(1).allMatch(l -> l.endsWith("registered at this lakehouse") || l.endsWith(" current"));
     }
@@ -434,7 +434,7 @@ public final class CatalogRegistration {
                 default -> registration.register(spark, a.has("--replace"));
             };
             lines.forEach(System.out::println);
-            if (action.equals("status") && !complete(lines)) {
+            if (action.equals("status") && !registration.complete(lines)) {
                 status = ExitCode.INCOMPLETE;
             }
         } catch (Refused | IllegalArgumentException e) {

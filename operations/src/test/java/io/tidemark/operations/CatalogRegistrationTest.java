@@ -62,10 +62,10 @@ class CatalogRegistrationTest {
 
     @Test
     void thePersistentViewsAreTheTemporaryStatementsOfViewsSql() {
-        List<CatalogRegistration.View> views = CatalogRegistration.views();
+        List<CatalogRegistration.View> views = new CatalogRegistration(TidemarkConfig.defaults()).views();
         assertThat(views).extracting(CatalogRegistration.View::name)
                 .containsExactly("kpi_final", "kpi_hourly", "kpi_daily", "late_by_day", "late_by_cell_day", "drift_by_day");
-        List<String> temporary = Lakehouse.viewStatements();
+        List<String> temporary = Lakehouse.of(TidemarkConfig.defaults()).viewStatements();
         for (int i = 0; i < views.size(); i++) {
             CatalogRegistration.View v = views.get(i);
             assertThat(temporary.get(i)).isEqualTo("CREATE OR REPLACE TEMPORARY VIEW " + v.name() + " AS\n" + v.query());

@@ -247,6 +247,42 @@ public record Measure(String name, Kind kind, String column, String argument, Da
         return "coalesce(" + both + ", s." + column + ", b." + column + ")";
     }
 
+    /**
+     * The roll-up face: the stored rows of many windows (an hour's, a day's) merged into one, as
+     * aggregates over the state columns, {@code expr AS column} in {@link #stateColumns} order;
+     * {@link #value} over the result is the measure of the whole span. Counts and sums add, min and
+     * max of the windows', an avg from its summed sum and count, sketches by their union (HLL:
+     * {@link #orderFreeUnion}; KLL: {@code kll_merge_agg_*}).
+     */
+    public List<String> rollup() {
+        return switch (kind) {
+            case COUNT_ALL, COUNT, SUM -> List.of("sum(" + name + ") AS " + name);
+            case MIN -> List.of("min(" + name + ") AS " + name);
+            case MAX -> List.of("max(" + name + ") AS " + name);
+            case AVG -> List.of("sum(" + name + "_sum) AS " + name + "_sum", "sum(" + name + "_count) AS " + name + "_count");
+            case APPROX_COUNT_DISTINCT -> List.of(orderFreeUnion(sketch) + " AS " + sketch);
+            case PERCENTILE_APPROX -> List.of("kll_merge_agg_" + kllType() + "(" + sketch + ") AS " + sketch);
+        };
+    }
+
+    /**
+     * The union of a group's HLL sketches in {@code column} whose estimate depends on the set of
+     * sketches alone, not on the order they reach the union: every reader (the roll-up views,
+     * reconcile's day figures, docs/python.md's recipe) spells it this way.
+     *
+     * <p>{@code hll_union_agg} keeps DataSketches' HIP accumulator while its inputs are in list or
+     * set mode, and that accumulator depends on the order of the coupons: Spark and another reader
+     * (or Spark twice, over other files) give estimates a unit or two apart. A union of that union
+     * with itself merges an HLL-mode sketch into an HLL-mode gadget, which DataSketches marks out
+     * of order: its estimate is then the composite estimator over the registers. In list or set
+     * mode the estimate is the coupon count's, already order-free; the registers or coupons are
+     * unchanged either way.
+     */
+    public static String orderFreeUnion(String column) {
+        String union = "hll_union_agg(" + column + ")";
+        return "hll_union(" + union + ", " + union + ")";
+    }
+
     /** The value analysts read, from the stored (merged) columns: the identity for most, a quotient or an estimate for the rest. */
     public String value() {
         return switch (kind) {

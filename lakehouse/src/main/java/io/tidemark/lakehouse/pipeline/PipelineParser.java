@@ -144,6 +144,13 @@ public final class PipelineParser {
 
     /** One of the pipelines shipped in the jar ({@code pipelines/<name>.sql}), by name: {@link #DEFAULT} or {@code payments}. */
     public static Pipeline shipped(String name) {
+        return SHIPPED.computeIfAbsent(name, PipelineParser::readShipped);
+    }
+
+    /** The shipped pipelines parsed so far: a pipeline is a value, and Lakehouse.of asks for it often. */
+    private static final java.util.Map<String, Pipeline> SHIPPED = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static Pipeline readShipped(String name) {
         String resource = "tidemark/pipelines/" + name + ".sql";
         try (java.io.InputStream in = PipelineParser.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
