@@ -55,10 +55,14 @@ public final class JobMain {
             List<String> all = new ArrayList<>(new TreeSet<>(words));
             all.addAll(new TreeSet<>(flags));
             all.addAll(new TreeSet<>(valued));
+            all.add(PIPELINE_OPTION);
             all.add("--help");
             return String.join(", ", all);
         }
     }
+
+    /** Every job's {@code --pipeline FILE}: the setting {@code pipeline}, as {@code pipeline=FILE} would set it. */
+    public static final String PIPELINE_OPTION = "--pipeline";
 
     /**
      * A parsed command line.
@@ -94,6 +98,14 @@ public final class JobMain {
             String name = a.startsWith("--") && eq > 0 ? a.substring(0, eq) : a;
             if (name.equals("--help") || name.equals("-h")) {
                 return new Arguments(Set.of(), Map.of(), Optional.empty(), true, settings.build());
+            } else if (name.equals(PIPELINE_OPTION)) {
+                if (!name.equals(a)) {
+                    settings.set(TidemarkConfig.Key.PIPELINE, a.substring(eq + 1));
+                } else if (i + 1 < args.length) {
+                    settings.set(TidemarkConfig.Key.PIPELINE, args[++i]);
+                } else {
+                    throw new RequestRefusedException(name + " needs a value: a pipeline file, or a shipped pipeline's name");
+                }
             } else if (spec.flags().contains(name) && name.equals(a)) {
                 flags.add(name);
             } else if (spec.valued().contains(name)) {
@@ -123,7 +135,8 @@ public final class JobMain {
 
     /** The {@code --help} text: the job's usage, then every setting with its default. */
     public static String usage(Spec spec) {
-        return spec.usage() + TidemarkConfig.describeKeys();
+        return spec.usage() + "  --pipeline FILE                     the pipeline to run (a file, or a shipped pipeline's name): the setting pipeline\n"
+                + TidemarkConfig.describeKeys();
     }
 
     /**

@@ -21,6 +21,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.lakehouse.pipeline.Pipeline;
 
 /**
  * The settings that decide what the stream's numbers mean, recorded where they cannot be separated
@@ -56,11 +57,20 @@ public record QueryDefinition(Map<String, String> settings) {
     private static final List<Table> STAMPED = List.of(Table.KPI_5M, Table.STREAM_PROGRESS);
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** The definition of a configuration: setting name to its canonical text ({@link TidemarkConfig#canonical}), in {@link #ORDER}. */
+    /** Prefix of a KPI table's entry: {@code kpi.<table>} = {@link io.tidemark.lakehouse.pipeline.Pipeline.KpiTable#definition}. */
+    static final String KPI_PREFIX = "kpi.";
+
+    /**
+     * The definition of a configuration: setting name to its canonical text ({@link TidemarkConfig#canonical}),
+     * in {@link #ORDER}, then each KPI table of its pipeline ({@code kpi.<table>}: what its rows mean).
+     */
     public static QueryDefinition of(TidemarkConfig config) {
         Map<String, String> m = new LinkedHashMap<>();
         for (Key k : ORDER) {
             m.put(k.name, config.canonical(k));
+        }
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : io.tidemark.lakehouse.pipeline.Pipeline.of(config).tables()) {
+            m.put(KPI_PREFIX + t.name(), t.definition());
         }
         return new QueryDefinition(java.util.Collections.unmodifiableMap(m));
     }
@@ -85,6 +95,7 @@ public record QueryDefinition(Map<String, String> settings) {
         Lakehouse lakehouse = Lakehouse.of(config);
         List<Recorded> recorded = recorded(spark, config, lakehouse);
         Map<Key, String[]> changed = new LinkedHashMap<>();
+        Map<String, String[]> changedTables = new LinkedHashMap<>();
         boolean checkpoint = false;
         List<String> tables = new ArrayList<>();
         for (Recorded r : recorded) {
@@ -97,6 +108,14 @@ public record QueryDefinition(Map<String, String> settings) {
                     differs |= compare(k, r, now, changed);
                 }
             }
+            // A KPI table recorded before is compared; one the pipeline adds is new, and allowed.
+            for (Map.Entry<String, String> e : now.settings().entrySet()) {
+                String old = r.settings().get(e.getKey());
+                if (e.getKey().startsWith(KPI_PREFIX) && old != null && !old.equals(e.getValue())) {
+                    changedTables.putIfAbsent(e.getKey().substring(KPI_PREFIX.length()), new String[] {old, e.getValue()});
+                    differs = true;
+                }
+            }
             if (differs) {
                 if (r.table() == null) {
                     checkpoint = true;
@@ -105,7 +124,7 @@ public record QueryDefinition(Map<String, String> settings) {
                 }
             }
         }
-        if (!changed.isEmpty()) {
+        if (!changed.isEmpty() || !changedTables.isEmpty()) {
             List<String> where = new ArrayList<>();
             if (checkpoint) {
                 where.add("the checkpoint " + config.checkpointUri());
@@ -113,7 +132,7 @@ public record QueryDefinition(Map<String, String> settings) {
             if (!tables.isEmpty()) {
                 where.add("the lakehouse " + lakehouse.root() + " (" + String.join(", ", tables) + ")");
             }
-            throw new IncompatibleQueryException(message(changed, where, pending, config));
+            throw new IncompatibleQueryException(message(changed, changedTables, where, pending, config));
         }
     }
 
@@ -142,13 +161,13 @@ public record QueryDefinition(Map<String, String> settings) {
     }
 
     /**
-     * The window the lakehouse's kpi_5m was written with, checked against the configuration: the
-     * batch layer must recompute days with the stream's window, or it would replace 5-minute rows
-     * with 10-minute ones.
+     * The definition the lakehouse's kpi_5m was written with, checked against the configuration: the
+     * batch layer must recompute days as the stream computed them, or it would replace 5-minute rows
+     * with 10-minute ones, or one measure with another.
      *
-     * @throws IncompatibleQueryException the configured window differs from the lakehouse's
+     * @throws IncompatibleQueryException the configured window or KPI table differs from the lakehouse's
      */
-    public static void requireLakehouseWindow(SparkSession spark, TidemarkConfig config) {
+    public static void requireLakehouseDefinition(SparkSession spark, TidemarkConfig config) {
         Lakehouse lakehouse = Lakehouse.of(config);
         Map<String, String> props = tableSettings(spark, lakehouse, Table.KPI_5M);
         String recorded = props.get(Key.WINDOW.name);
@@ -158,6 +177,15 @@ public record QueryDefinition(Map<String, String> settings) {
                     + human(config.window()) + "; set window back to " + human(Duration.parse(recorded))
                     + " (the stream's window): reconcile recomputes days with the window the stream wrote");
         }
+        of(config).settings().forEach((k, now) -> {
+            String was = props.get(k);
+            if (k.startsWith(KPI_PREFIX) && was != null && !was.equals(now)) {
+                String table = k.substring(KPI_PREFIX.length());
+                throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds KPI table " + table + " as [" + was
+                        + "] (property " + PROPERTY_PREFIX + k + ") but this run's pipeline (" + Pipeline.of(config).file() + ") defines it as ["
+                        + now + "]; run reconcile with the stream's pipeline (setting pipeline): it recomputes days as the stream wrote them");
+            }
+        });
     }
 
     private static boolean compare(Key k, Recorded r, QueryDefinition now, Map<Key, String[]> changed) {
@@ -170,7 +198,8 @@ public record QueryDefinition(Map<String, String> settings) {
         return true;
     }
 
-    private static String message(Map<Key, String[]> changed, List<String> where, long pending, TidemarkConfig config) {
+    private static String message(Map<Key, String[]> changed, Map<String, String[]> changedTables, List<String> where, long pending,
+                                  TidemarkConfig config) {
         StringBuilder sb = new StringBuilder(String.join(" and ", where))
                 .append(where.size() > 1 ? " were" : " was").append(" written with another query definition: ");
         String sep = "";
@@ -179,13 +208,22 @@ public record QueryDefinition(Map<String, String> settings) {
                     .append(" -> ").append(show(e.getKey(), e.getValue()[1]));
             sep = ", ";
         }
+        for (Map.Entry<String, String[]> e : changedTables.entrySet()) {
+            sb.append(sep).append("KPI table ").append(e.getKey()).append(" [").append(e.getValue()[0]).append("] -> [")
+                    .append(e.getValue()[1]).append(']');
+            sep = ", ";
+        }
         sb.append(". Nothing was read or written. To recover: put ");
         sep = "";
         for (Map.Entry<Key, String[]> e : changed.entrySet()) {
             sb.append(sep).append(e.getKey().name).append(" back to ").append(show(e.getKey(), e.getValue()[0]));
             sep = " and ";
         }
-        boolean incompatible = changed.keySet().stream().anyMatch(INCOMPATIBLE::contains);
+        for (String t : changedTables.keySet()) {
+            sb.append(sep).append("the pipeline's ").append(t).append(" back as it was (dimensions, WHERE and measures)");
+            sep = " and ";
+        }
+        boolean incompatible = !changedTables.isEmpty() || changed.keySet().stream().anyMatch(INCOMPATIBLE::contains);
         if (incompatible) {
             sb.append("; or, to run with the new settings, start a new checkpoint and a new lakehouse (stream.checkpoint and lakehouse "
                     + "pointing at empty directories)");

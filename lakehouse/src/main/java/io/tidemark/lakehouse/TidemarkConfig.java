@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
@@ -80,6 +81,9 @@ public final class TidemarkConfig {
      */
     public enum Key {
         KAFKA_BOOTSTRAP("kafka.bootstrap-servers", Type.TEXT, "127.0.0.1:9092", Scope.RUN, "Kafka bootstrap servers"),
+        PIPELINE("pipeline", Type.TEXT, "network", Scope.RUN, "the pipeline: the events and the KPIs over them, a shipped one by "
+                + "name (`network`) or a pipeline file (`.sql`, see [pipelines.md](pipelines.md)); a file's event table sets `topic` and "
+                + "`lateness`, and its `kpi_5m` `window`"),
         TOPIC("topic", Type.TEXT, "network-events", Scope.QUERY, "the topic events arrive on"),
         LAKEHOUSE("lakehouse", Type.TEXT, "./data/lakehouse", Scope.RUN, "root of the Delta tables (any Hadoop-compatible path)"),
         CHECKPOINT("stream.checkpoint", Type.TEXT, "./data/checkpoints/stream", Scope.RUN, "checkpoint of the streaming query"),
@@ -201,11 +205,23 @@ public final class TidemarkConfig {
 
     private final Map<Key, String> values;
     private final Map<String, String> kafkaOptions;
+    /** The pipeline file's definition when {@code pipeline} names one; null for the shipped default. */
+    private final io.tidemark.lakehouse.pipeline.Pipeline pipeline;
 
-    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions) {
+    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, io.tidemark.lakehouse.pipeline.Pipeline pipeline) {
         this.values = Collections.unmodifiableMap(values);
         this.kafkaOptions = Collections.unmodifiableMap(kafkaOptions);
+        this.pipeline = pipeline;
         validate();
+    }
+
+    /**
+     * The pipeline {@code pipeline} names when it is not the shipped default, as read when this
+     * configuration was built; empty for the default (which {@link io.tidemark.lakehouse.pipeline.Pipeline#of}
+     * builds with the {@code topic}, {@code window} and {@code lateness} settings).
+     */
+    public java.util.Optional<io.tidemark.lakehouse.pipeline.Pipeline> pipelineFile() {
+        return java.util.Optional.ofNullable(pipeline);
     }
 
     /** Defaults only: what the demo and the tests start from. */
@@ -279,8 +295,15 @@ public final class TidemarkConfig {
         Builder b = new Builder();
         b.values.putAll(values);
         b.kafkaOptions.putAll(kafkaOptions);
+        if (pipeline != null) {
+            // the pipeline's own values are not the user's: a pipeline named afterwards sets them again
+            PIPELINE_SETS.forEach(k -> b.values.put(k, k.defaultValue));
+        }
         return b;
     }
+
+    /** The settings a pipeline file decides (its event table's topic and lateness, its kpi_5m's window). */
+    private static final List<Key> PIPELINE_SETS = List.of(Key.TOPIC, Key.LATENESS, Key.WINDOW);
 
     public static final class Builder {
         private final Map<Key, String> values = new LinkedHashMap<>();
@@ -315,7 +338,53 @@ public final class TidemarkConfig {
         }
 
         public TidemarkConfig build() {
-            return new TidemarkConfig(new LinkedHashMap<>(values), new LinkedHashMap<>(kafkaOptions));
+            Map<Key, String> v = new LinkedHashMap<>(values);
+            io.tidemark.lakehouse.pipeline.Pipeline p = null;
+            String named = v.get(Key.PIPELINE).trim();
+            if (!named.equals(io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT)) {
+                p = readPipeline(named);
+                Map<Key, String[]> fromFile = new LinkedHashMap<>();
+                fromFile.put(Key.TOPIC, new String[] {p.events().topic(), "its event table's option topic"});
+                fromFile.put(Key.LATENESS, new String[] {p.events().lateness().toString(), "its event table's option lateness"});
+                p.table(Lakehouse.Table.KPI_5M.tableName()).ifPresent(t ->
+                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table kpi_5m"}));
+                for (Map.Entry<Key, String[]> e : fromFile.entrySet()) {
+                    Key k = e.getKey();
+                    String mine = v.get(k);
+                    if (!mine.equals(k.defaultValue) && !sameValue(k, mine, e.getValue()[0])) {
+                        throw new IllegalArgumentException("setting " + k.name + " = '" + mine + "' contradicts the pipeline " + p.file() + ", where "
+                                + e.getValue()[1] + " says '" + e.getValue()[0] + "': a pipeline file decides " + k.name + "; remove the setting, "
+                                + "or change the file");
+                    }
+                    v.put(k, e.getValue()[0]);
+                }
+            }
+            return new TidemarkConfig(v, new LinkedHashMap<>(kafkaOptions), p);
+        }
+
+        private static boolean sameValue(Key k, String a, String b) {
+            try {
+                return k.type == Type.TEXT ? a.equals(b) : parseDuration(a).equals(parseDuration(b));
+            } catch (RuntimeException notADuration) {
+                return false;
+            }
+        }
+
+        /** The pipeline a {@code pipeline} setting names: a shipped one by name, else a file. */
+        private static io.tidemark.lakehouse.pipeline.Pipeline readPipeline(String named) {
+            try {
+                if (named.matches("[a-z][a-z0-9_-]*")) {
+                    return io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named).requireRunnable();
+                }
+                Path file = Path.of(named);
+                if (!Files.isRegularFile(file)) {
+                    throw new IllegalArgumentException("setting pipeline = '" + named + "': no such file (give a pipeline file, or the name of a "
+                            + "shipped pipeline: " + io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT + ")");
+                }
+                return io.tidemark.lakehouse.pipeline.PipelineParser.parse(file).requireRunnable();
+            } catch (io.tidemark.lakehouse.pipeline.PipelineException | java.io.UncheckedIOException e) {
+                throw new IllegalArgumentException("pipeline " + e.getMessage(), e);
+            }
         }
     }
 

@@ -41,7 +41,7 @@ class JobMainTest {
     @Test
     void badInputIsRefusedInOneLineThatSaysWhatIsKnown() {
         assertThatThrownBy(() -> parse("--frm", "x")).isInstanceOf(RequestRefusedException.class)
-                .hasMessage("argument '--frm' is neither an option (register, status, --dry-run, --replace, --days, --out, --help) "
+                .hasMessage("argument '--frm' is neither an option (register, status, --dry-run, --replace, --days, --out, --pipeline, --help) "
                         + "nor a key=value setting")
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
         assertThatThrownBy(() -> parse("--out")).isInstanceOf(RequestRefusedException.class).hasMessage("--out needs a value");

@@ -30,7 +30,11 @@ class SettingsDeclarationsTest {
                 "watermark.idle-timeout");
         assertThat(QueryDefinition.of(TidemarkConfig.defaults()).settings()).containsOnlyKeys(
                 "topic", "window", "lateness", "watermark.policy", "clock-skew", "max-event-age", "max-message-bytes",
-                "watermark.idle-timeout");
+                "watermark.idle-timeout", "kpi.kpi_5m");
+        // and what each KPI table's rows mean
+        assertThat(QueryDefinition.of(TidemarkConfig.defaults()).settings().get("kpi.kpi_5m")).isEqualTo("dimensions cell_site_id; where "
+                + "(none); measures record_count = count(*), total_gb = sum(CAST(volume_gb AS DECIMAL(38,9))), subscribers = "
+                + "approx_count_distinct(subscriber_id)");
     }
 
     @Test

@@ -7,7 +7,7 @@ import java.util.List;
 import picocli.CommandLine.Option;
 
 /**
- * {@code --config} and {@code --set}, accepted before and after any command name
+ * {@code --config}, {@code --set} and {@code --pipeline}, accepted before and after any command name
  * ({@code tidemark --set a=1 stream --set b=2}): every command mixes these in, and the launcher
  * merges them from the root down.
  */
@@ -20,4 +20,9 @@ final class SettingsOptions {
     @Option(names = "--set", paramLabel = "KEY=VALUE",
             description = "Override a setting (repeatable); wins over the file and TIDEMARK_* environment variables. 'tidemark --help' lists the keys.")
     List<String> overrides = new ArrayList<>();
+
+    @Option(names = "--pipeline", paramLabel = "FILE",
+            description = "The pipeline: a pipeline file (see docs/pipelines.md) or a shipped pipeline's name; the same as --set pipeline=FILE. "
+                    + "Default: network.")
+    String pipeline;
 }

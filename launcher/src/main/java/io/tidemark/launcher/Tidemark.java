@@ -141,6 +141,9 @@ public final class Tidemark implements Callable<Integer> {
                     configFile = s.configFile;
                 }
                 overrides.addAll(s.overrides);
+                if (s.pipeline != null) {
+                    overrides.add(TidemarkConfig.Key.PIPELINE.name + "=" + s.pipeline);
+                }
             }
             TidemarkConfig.Builder b = TidemarkConfig.load(configFile, env);
             for (String o : overrides) {

@@ -284,7 +284,7 @@ public final class ReconcileJob {
     private void ensureTables() {
         if (!registered) {
             try {
-                QueryDefinition.requireLakehouseWindow(spark, config);
+                QueryDefinition.requireLakehouseDefinition(spark, config);
             } catch (IncompatibleQueryException e) {
                 throw new RequestRefusedException(e.getMessage());
             }

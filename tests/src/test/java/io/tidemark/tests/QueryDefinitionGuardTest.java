@@ -36,7 +36,9 @@ import io.tidemark.stream.StreamingJob;
  * A restart with another window, lateness or topic on an existing checkpoint and lakehouse is
  * refused before any batch runs, with the changed settings named, and leaves every table as it was;
  * the original settings then work. The same for a new checkpoint on an old lakehouse, for the
- * reconcile job, and through both entry points (launcher, spark-submit main).
+ * reconcile job, and through both entry points (launcher, spark-submit main). A pipeline file
+ * that defines kpi_5m as the stream wrote it runs; one that gives its rows another meaning (here a
+ * WHERE) is refused by the stream and by reconcile.
  */
 class QueryDefinitionGuardTest {
     static SharedInfrastructure infra;
@@ -119,6 +121,29 @@ class QueryDefinitionGuardTest {
                 + "lateness back to 10 minutes" + NEW_RUN);
         assertThat(String.join("\n", lines)).doesNotContain("\tat ");
         assertThat(deltaVersions(original)).isEqualTo(versions);
+
+        // A pipeline file: the same definition runs; another meaning of kpi_5m's rows is refused by the stream and by reconcile.
+        String network = Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("pipelines/network.sql"))
+                .replace("topic 'network-events'", "topic '" + topic + "'");
+        Path same = dir.resolve("same.sql");
+        Files.writeString(same, network);
+        runToEnd(infra, original.toBuilder().set(Key.PIPELINE, same.toString()).build());
+        Map<String, Long> afterSame = deltaVersions(original);
+        String kpi = "dimensions cell_site_id; where (none); measures record_count = count(*), "
+                + "total_gb = sum(CAST(volume_gb AS DECIMAL(38,9))), subscribers = approx_count_distinct(subscriber_id)";
+        assertThat(Files.readString(definition)).contains("\"kpi.kpi_5m\" : \"" + kpi + "\"");
+        Path filtered = dir.resolve("filtered.sql");
+        Files.writeString(filtered, network.replace("FROM STREAM events\n", "FROM STREAM events\nWHERE volume_gb > 0\n"));
+        TidemarkConfig withWhere = original.toBuilder().set(Key.PIPELINE, filtered.toString()).build();
+        assertRefused(withWhere, where + "KPI table kpi_5m [" + kpi + "] -> [" + kpi.replace("where (none)", "where volume_gb > 0") + "]"
+                + RECOVER + "the pipeline's kpi_5m back as it was (dimensions, WHERE and measures)" + NEW_RUN);
+        assertThatThrownBy(() -> new ReconcileJob(infra.spark, withWhere, new java.io.PrintStream(java.io.OutputStream.nullOutputStream()))
+                .run(DaySelection.recent(1), false))
+                .isInstanceOf(RequestRefusedException.class)
+                .hasMessage("the lakehouse " + lh + " holds KPI table kpi_5m as [" + kpi + "] (property tidemark.query.kpi.kpi_5m) but this "
+                        + "run's pipeline (" + filtered + ") defines it as [" + kpi.replace("where (none)", "where volume_gb > 0") + "]; run "
+                        + "reconcile with the stream's pipeline (setting pipeline): it recomputes days as the stream wrote them");
+        assertThat(deltaVersions(original)).isEqualTo(afterSame);
 
         // The original settings (in other words) still work, and nothing was lost or doubled.
         GenerationReport second = produce(infra, topic, 700, 2);

@@ -25,12 +25,15 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
     }
 
     /**
-     * The pipeline the jobs run with {@code config}: the shipped network pipeline
-     * ({@link PipelineParser#DEFAULT}) with the settings {@code topic}, {@code window} and
-     * {@code lateness} applied, which predate pipeline files and keep meaning what they did (their
-     * defaults are the file's values).
+     * The pipeline the jobs run with {@code config}: the one its {@code pipeline} setting names, or
+     * by default the shipped network pipeline ({@link PipelineParser#DEFAULT}) with the settings
+     * {@code topic}, {@code window} and {@code lateness} applied, which predate pipeline files and
+     * keep meaning what they did (their defaults are the file's values).
      */
     public static Pipeline of(io.tidemark.lakehouse.TidemarkConfig config) {
+        if (config.pipelineFile().isPresent()) {
+            return config.pipelineFile().get();
+        }
         Pipeline p = PipelineParser.shipped(PipelineParser.DEFAULT);
         EventTable e = p.events();
         EventTable events = new EventTable(e.name(), e.columns(), e.checks(), config.topic(), e.format(), e.eventTime(), config.lateness(), e.at());
@@ -38,6 +41,42 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         List<KpiTable> tables = p.tables().stream()
                 .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.at())).toList();
         return new Pipeline(p.file(), events, tables, p.driftThreshold());
+    }
+
+    /**
+     * Refuses a pipeline the jobs of this version cannot run: they keep {@code raw_events},
+     * {@code late_events} and {@code kpi_5m} with the network pipeline's columns, so a pipeline runs
+     * when its event table has those columns and its one KPI table is a tumbling {@code kpi_5m} with
+     * those columns. Its topic, lateness, checks, WHERE and FILTER clauses, window size and drift
+     * threshold are its own. ({@code tidemark pipeline check} accepts any valid file.)
+     *
+     * @throws PipelineException at the first place that differs, saying what the jobs keep
+     */
+    public Pipeline requireRunnable() {
+        Pipeline network = PipelineParser.shipped(PipelineParser.DEFAULT);
+        List<String> columns = events.columns().stream().map(Column::toString).toList();
+        List<String> networkColumns = network.events().columns().stream().map(Column::toString).toList();
+        String later = "the jobs of this version keep the network pipeline's tables; `tidemark pipeline check` accepts this file, but it "
+                + "cannot run yet";
+        if (!columns.equals(networkColumns) || !events.eventTime().equals(network.events().eventTime())) {
+            throw new PipelineException(events.at(), "the event table has the columns " + String.join(", ", columns) + " and event time "
+                    + events.eventTime() + ", but " + later, "an event table of " + String.join(", ", networkColumns) + " with event time "
+                    + network.events().eventTime());
+        }
+        KpiTable kpi = network.tables().get(0);
+        for (KpiTable t : tables) {
+            if (!t.name().equals(kpi.name())) {
+                throw new PipelineException(t.at(), "KPI table " + t.name() + ": " + later, "one KPI table, " + kpi.name());
+            }
+            if (!t.window().tumbling() || !t.columns().equals(kpi.columns())) {
+                throw new PipelineException(t.at(), kpi.name() + " with a " + t.window() + " window and the columns " + String.join(", ",
+                        t.columns()) + ": " + later, "a tumbling " + kpi.name() + " with the columns " + String.join(", ", kpi.columns()));
+            }
+        }
+        if (tables.isEmpty()) {
+            throw new PipelineException(events.at(), "no KPI table: " + later, "a table " + kpi.name());
+        }
+        return this;
     }
 
     /** The KPI table named {@code name}, if the pipeline declares it. */
@@ -152,6 +191,20 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         public KpiTable {
             dimensions = List.copyOf(dimensions);
             measures = List.copyOf(measures);
+        }
+
+        /**
+         * What the table's rows mean, in one line: its dimensions, WHERE and measures as written.
+         * Recorded with the lakehouse: a restart or a reconcile whose definition of the table differs
+         * is refused, since the rows would mix two meanings. (The window is kpi_5m's {@code window}
+         * setting, recorded and guarded as such.)
+         */
+        public String definition() {
+            List<String> m = new ArrayList<>();
+            measures.forEach(x -> m.add(x.name() + " = " + x.written()));
+            return "dimensions " + (dimensions.isEmpty() ? "(none)" : String.join(", ",
+                    dimensions.stream().map(Column::name).toList())) + "; where " + (where == null ? "(none)" : where) + "; measures "
+                    + String.join(", ", m);
         }
 
         /**
