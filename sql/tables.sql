@@ -1,5 +1,7 @@
 -- Tidemark's Delta tables. ${lakehouse} is replaced by the lakehouse root at start-up;
--- the launcher, both jobs and the tests create and register the tables from this file only.
+-- the launcher, both jobs and the tests create and register the tables from this file, and those
+-- whose columns the pipeline decides (raw_events, the KPI tables, late_events) from the pipeline
+-- (io.tidemark.lakehouse.pipeline.PipelineTables), with the properties below.
 -- All times are UTC. Statements are separated by a line holding only ';'.
 --
 -- The tables the stream writes on every micro-batch (raw_events, kpi_5m, late_events, dead_letter,
@@ -20,75 +22,6 @@
 --     batch, a reconcile in progress or a query on an older version never loses a file it reads.
 
 CREATE DATABASE IF NOT EXISTS tidemark
-;
--- The raw log: one row per valid record, late ones included. The batch layer's source of truth.
-CREATE TABLE IF NOT EXISTS tidemark.raw_events (
-  subscriber_id    STRING    NOT NULL,
-  cell_site_id     STRING    NOT NULL,
-  event_ts         TIMESTAMP NOT NULL COMMENT 'event time',
-  volume_gb        DOUBLE    NOT NULL,
-  payload          STRING    NOT NULL COMMENT 'the message as received, extra fields included',
-  kafka_topic      STRING    NOT NULL,
-  kafka_partition  INT       NOT NULL,
-  kafka_offset     BIGINT    NOT NULL,
-  ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log',
-  is_late          BOOLEAN   NOT NULL COMMENT 'true: its window had closed when it arrived; it is in late_events, not in streaming KPIs',
-  batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it',
-  event_date       DATE      NOT NULL COMMENT 'UTC date of event_ts'
-) USING delta
-PARTITIONED BY (event_date)
-LOCATION '${lakehouse}/raw_events'
--- Statistics only where queries filter: collecting them for every column costs time on each append.
-TBLPROPERTIES ('delta.dataSkippingStatsColumns' = 'event_ts,cell_site_id,kafka_partition,kafka_offset,batch_id',
-  'delta.checkpointInterval' = '10',
-  'delta.logRetentionDuration' = 'interval 7 days',
-  'delta.deletedFileRetentionDuration' = 'interval 7 days')
-;
--- Windowed KPIs, one row per (window, cell).
-CREATE TABLE IF NOT EXISTS tidemark.kpi_5m (
-  window_start      TIMESTAMP     NOT NULL,
-  window_end        TIMESTAMP     NOT NULL,
-  cell_site_id      STRING        NOT NULL,
-  record_count      BIGINT        NOT NULL,
-  total_gb          DECIMAL(38,9) NOT NULL COMMENT 'exact sum; each volume rounded to 1e-9 GB (one byte)',
-  subscribers       BIGINT        NOT NULL COMMENT 'distinct subscribers: HLL estimate while streaming, exact after reconcile',
-  subscriber_sketch BINARY        NOT NULL COMMENT 'hll_sketch_agg(subscriber_id, 12): merge with hll_union / hll_union_agg',
-  is_final          BOOLEAN       NOT NULL COMMENT 'the watermark has passed window_end: the stream will not change this row again',
-  source            STRING        NOT NULL COMMENT 'stream or batch',
-  updated_at        TIMESTAMP     NOT NULL COMMENT 'ingest time of the newest record counted',
-  stream_batch_id   BIGINT                 COMMENT 'micro-batch that last wrote the row; null once reconciled',
-  event_date        DATE          NOT NULL COMMENT 'UTC date of window_start'
-) USING delta
-PARTITIONED BY (event_date)
-LOCATION '${lakehouse}/kpi_5m'
-TBLPROPERTIES (
-  'delta.checkpointInterval' = '10',
-  'delta.logRetentionDuration' = 'interval 7 days',
-  'delta.deletedFileRetentionDuration' = 'interval 7 days')
-;
--- Records that arrived after their window had closed: captured here instead of being dropped.
-CREATE TABLE IF NOT EXISTS tidemark.late_events (
-  subscriber_id    STRING    NOT NULL,
-  cell_site_id     STRING    NOT NULL,
-  event_ts         TIMESTAMP NOT NULL,
-  volume_gb        DOUBLE    NOT NULL,
-  window_start     TIMESTAMP NOT NULL,
-  window_end       TIMESTAMP NOT NULL,
-  watermark        TIMESTAMP NOT NULL COMMENT 'the watermark in force for the batch that caught it',
-  late_by_ms       BIGINT    NOT NULL COMMENT 'watermark - window_end: how long ago its window closed',
-  batch_id         BIGINT    NOT NULL,
-  kafka_topic      STRING    NOT NULL,
-  kafka_partition  INT       NOT NULL,
-  kafka_offset     BIGINT    NOT NULL,
-  arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp',
-  event_date       DATE      NOT NULL
-) USING delta
-PARTITIONED BY (event_date)
-LOCATION '${lakehouse}/late_events'
-TBLPROPERTIES (
-  'delta.checkpointInterval' = '10',
-  'delta.logRetentionDuration' = 'interval 7 days',
-  'delta.deletedFileRetentionDuration' = 'interval 7 days')
 ;
 -- Invalid records with the reason they were refused. Partitioned by arrival date.
 CREATE TABLE IF NOT EXISTS tidemark.dead_letter (

@@ -15,7 +15,8 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The Delta tables under one lakehouse root: their paths and SQL names, created and registered
- * from {@code sql/tables.sql} (and the analyst views from {@code sql/views.sql}), and the operations
+ * from their definitions ({@code sql/tables.sql}, and the pipeline for those whose columns it decides;
+ * the analyst views likewise), and the operations
  * the jobs read and commit them with ({@link #read}, {@link #readAt}, {@link #version},
  * {@link #append}, {@link #replaceWhere}, {@link #exists}). No job opens a table by its path: a
  * read or a commit is one of these, so there is one place to see how Tidemark touches its tables.
@@ -24,7 +25,7 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class Lakehouse {
 
-    /** The tables of sql/tables.sql. */
+    /** The tables: those of sql/tables.sql, and those whose columns the pipeline decides (raw_events, kpi_5m, late_events). */
     public enum Table {
         RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT, EXPIRED_DAYS;
 
@@ -146,7 +147,7 @@ public final class Lakehouse {
      * touched (not even the database).
      */
     public void createTables(SparkSession spark, boolean register) {
-        for (String statement : statements("tables.sql")) {
+        for (String statement : tableStatements()) {
             java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
             if (!m.find()) {
                 if (register) {
@@ -176,7 +177,7 @@ public final class Lakehouse {
     }
 
     /**
-     * Sets the Delta properties {@code sql/tables.sql} declares on tables created before it declared
+     * Sets the Delta properties the tables' definitions declare on tables created before they declared
      * them (or with other values); a table that has them already is not touched. A property change
      * conflicts with every concurrent commit to the table, so only the stream calls this, at start-up,
      * holding its lease and before its first batch.
@@ -200,9 +201,9 @@ public final class Lakehouse {
         }
     }
 
-    /** The {@code TBLPROPERTIES} that {@code sql/tables.sql} declares for a table, in declaration order (empty when none). */
+    /** The {@code TBLPROPERTIES} a table's definition declares, in declaration order (empty when none). */
     public static java.util.Map<String, String> declaredProperties(Table table) {
-        for (String statement : new Lakehouse("").statements("tables.sql")) {
+        for (String statement : new Lakehouse("").tableStatements()) {
             java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
             if (m.find() && m.group(1).equalsIgnoreCase(table.tableName())) {
                 java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
@@ -216,13 +217,13 @@ public final class Lakehouse {
                 return out;
             }
         }
-        throw new IllegalStateException("sql/tables.sql declares no table " + table.tableName());
+        throw new IllegalStateException("no definition of table " + table.tableName());
     }
 
     private static final java.util.regex.Pattern PROPERTY = java.util.regex.Pattern.compile("'([^']+)'\\s*=\\s*'([^']*)'");
 
     /**
-     * Brings a table written by an earlier version up to sql/tables.sql: a nullable column the
+     * Brings a table written by an earlier version up to its definition: a nullable column the
      * definition has gained is added (rows written before hold null in it). Anything else that
      * differs is left to Delta's own schema check on the next write.
      */
@@ -249,22 +250,23 @@ public final class Lakehouse {
     }
 
     /**
-     * The schema {@code sql/tables.sql} declares for a table: the one definition of its columns, their
+     * The schema a table's definition declares (sql/tables.sql, or for raw_events, kpi_5m and
+     * late_events the default pipeline's, which every pipeline the jobs run shares): the one definition of its columns, their
      * order, types and nullability. Writers build their rows with it ({@link #row}); no Java copy.
      */
     public static StructType schema(Table table) {
         return SCHEMAS.computeIfAbsent(table, t -> {
-            for (String statement : new Lakehouse("").statements("tables.sql")) {
+            for (String statement : new Lakehouse("").tableStatements()) {
                 java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
                 if (m.find() && m.group(1).equalsIgnoreCase(t.tableName())) {
                     int end = statement.indexOf("\n) USING");
                     if (end < 0) {
-                        throw new IllegalStateException("sql/tables.sql: the columns of " + t.tableName() + " must end with a line ') USING'");
+                        throw new IllegalStateException("the columns of " + t.tableName() + " must end with a line ') USING'");
                     }
                     return StructType.fromDDL(statement.substring(m.end(), end).trim());
                 }
             }
-            throw new IllegalStateException("sql/tables.sql declares no table " + t.tableName());
+            throw new IllegalStateException("no definition of table " + t.tableName());
         });
     }
 
@@ -294,6 +296,24 @@ public final class Lakehouse {
 
     private static final java.util.regex.Pattern CREATE_TABLE =
             java.util.regex.Pattern.compile("CREATE TABLE IF NOT EXISTS tidemark\\.(\\w+) \\(");
+
+    /**
+     * The statements that create the database and the tables: {@code sql/tables.sql}'s, with those
+     * of the tables whose columns the pipeline decides ({@link io.tidemark.lakehouse.pipeline.PipelineTables}:
+     * raw_events, the KPI tables, late_events) before its first table.
+     */
+    List<String> tableStatements() {
+        List<String> out = new ArrayList<>();
+        boolean added = false;
+        for (String statement : statements("tables.sql")) {
+            if (!added && CREATE_TABLE.matcher(statement).find()) {
+                io.tidemark.lakehouse.pipeline.PipelineTables.statements(pipeline()).forEach(g -> out.add(g.replace("${lakehouse}", root)));
+                added = true;
+            }
+            out.add(statement);
+        }
+        return out;
+    }
 
     /**
      * The analyst views, each a {@code CREATE OR REPLACE TEMPORARY VIEW}: those of the pipeline's KPI

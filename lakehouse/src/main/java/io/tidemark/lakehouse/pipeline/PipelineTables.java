@@ -1,0 +1,113 @@
+package io.tidemark.lakehouse.pipeline;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The DDL of the tables whose columns a pipeline decides, written as {@code sql/tables.sql} writes
+ * the others (one {@code CREATE TABLE IF NOT EXISTS tidemark.<name> (...)} statement each, columns
+ * one a line, {@code ${lakehouse}} for the root): {@code raw_events} (the event columns and the
+ * stream's bookkeeping), each KPI table ({@link Pipeline.KpiTable#columns}) and {@code late_events}.
+ * All are partitioned by {@code event_date} and set the Delta properties of the tables the stream
+ * writes on every micro-batch (sql/tables.sql says why).
+ */
+public final class PipelineTables {
+    /** The Delta properties of the tables written on every micro-batch; sql/tables.sql explains each. */
+    public static final String BATCH_TABLE_PROPERTIES = "'delta.checkpointInterval' = '10',\n"
+            + "  'delta.logRetentionDuration' = 'interval 7 days',\n"
+            + "  'delta.deletedFileRetentionDuration' = 'interval 7 days'";
+
+    private PipelineTables() {
+    }
+
+    /** raw_events, the KPI tables, late_events: in the order the stream writes them. */
+    public static List<String> statements(Pipeline p) {
+        List<String> out = new ArrayList<>();
+        out.add(rawEvents(p));
+        p.tables().forEach(t -> out.add(kpiTable(t)));
+        out.add(lateEvents(p));
+        return out;
+    }
+
+    private static List<String> eventColumns(Pipeline p, boolean describeTime) {
+        List<String> out = new ArrayList<>();
+        for (Pipeline.Column c : p.events().columns()) {
+            out.add(c + (describeTime && c.name().equals(p.events().eventTime()) ? " COMMENT 'event time'" : ""));
+        }
+        return out;
+    }
+
+    static String rawEvents(Pipeline p) {
+        List<String> cols = eventColumns(p, true);
+        cols.addAll(List.of(
+                "payload          STRING    NOT NULL COMMENT 'the message as received, extra fields included'",
+                "kafka_topic      STRING    NOT NULL",
+                "kafka_partition  INT       NOT NULL",
+                "kafka_offset     BIGINT    NOT NULL",
+                "ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log'",
+                "is_late          BOOLEAN   NOT NULL COMMENT 'true: its window had closed when it arrived; it is in late_events, not in "
+                        + "streaming KPIs'",
+                "batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it'",
+                "event_date       DATE      NOT NULL COMMENT 'UTC date of " + p.events().eventTime() + "'"));
+        // Statistics only where queries filter (the event time, the KPI tables' dimensions, the Kafka position and the batch):
+        // collecting them for every column costs time on each append.
+        Set<String> stats = new LinkedHashSet<>(List.of(p.events().eventTime()));
+        p.tables().forEach(t -> t.dimensions().forEach(d -> stats.add(d.name())));
+        stats.addAll(List.of("kafka_partition", "kafka_offset", "batch_id"));
+        return create("raw_events", cols, "TBLPROPERTIES ('delta.dataSkippingStatsColumns' = '" + String.join(",", stats) + "',\n  "
+                + BATCH_TABLE_PROPERTIES + ")");
+    }
+
+    static String kpiTable(Pipeline.KpiTable t) {
+        java.util.Map<String, String> comments = new java.util.HashMap<>(java.util.Map.of(
+                "is_final", "the watermark has passed window_end: the stream will not change this row again",
+                "source", "stream or batch",
+                "updated_at", "ingest time of the newest record counted",
+                "stream_batch_id", "micro-batch that last wrote the row; null once reconciled",
+                "event_date", "UTC date of window_start"));
+        for (Measure m : t.measures()) {
+            comments.put(m.name(), m.written() + switch (m.kind()) {
+                case SUM -> ": exact";
+                case AVG -> ": from the exact sum and count beside it";
+                case APPROX_COUNT_DISTINCT -> ": HLL estimate while streaming, exact after reconcile";
+                case PERCENTILE_APPROX -> ": KLL estimate while streaming, exact after reconcile";
+                default -> "";
+            });
+            if (m.sketched()) {
+                comments.put(m.sketch(), m.partial().get(0).substring(0, m.partial().get(0).lastIndexOf(" AS ")) + ": merge with "
+                        + (m.kind() == Measure.Kind.APPROX_COUNT_DISTINCT ? "hll_union / hll_union_agg" : "kll_sketch_merge_* / kll_merge_agg_*"));
+            }
+        }
+        List<String> cols = new ArrayList<>();
+        for (String c : t.columns()) {
+            String comment = comments.get(c.substring(0, c.indexOf(' ')));
+            cols.add(comment == null ? c : c + " COMMENT '" + Pipeline.literal(comment) + "'");
+        }
+        return create(t.name(), cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES + ")");
+    }
+
+    static String lateEvents(Pipeline p) {
+        List<String> cols = eventColumns(p, false);
+        cols.addAll(List.of(
+                "window_start     TIMESTAMP NOT NULL",
+                "window_end       TIMESTAMP NOT NULL",
+                "watermark        TIMESTAMP NOT NULL COMMENT 'the watermark in force for the batch that caught it'",
+                "late_by_ms       BIGINT    NOT NULL COMMENT 'watermark - window_end: how long ago its window closed'",
+                "batch_id         BIGINT    NOT NULL",
+                "kafka_topic      STRING    NOT NULL",
+                "kafka_partition  INT       NOT NULL",
+                "kafka_offset     BIGINT    NOT NULL",
+                "arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp'",
+                "event_date       DATE      NOT NULL"));
+        return create("late_events", cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES + ")");
+    }
+
+    private static String create(String table, List<String> columns, String properties) {
+        return "CREATE TABLE IF NOT EXISTS tidemark." + table + " (\n  " + String.join(",\n  ", columns) + "\n) USING delta\n"
+                + "PARTITIONED BY (event_date)\n"
+                + "LOCATION '${lakehouse}/" + table + "'\n"
+                + properties;
+    }
+}
