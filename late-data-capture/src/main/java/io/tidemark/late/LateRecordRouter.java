@@ -10,7 +10,6 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
-import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Watermark;
 
 /**
@@ -22,9 +21,9 @@ public final class LateRecordRouter {
     private LateRecordRouter() {
     }
 
-    /** Adds the window columns and {@code is_late}. Input: valid records with {@code event_ts}. */
-    public static Dataset<Row> markLate(Dataset<Row> valid, Duration window, long watermarkMs) {
-        return KpiComputation.withWindow(valid, window)
+    /** Adds the window columns of the tumbling {@code window} and {@code is_late}. Input: valid records with the event time column {@code eventTime}. */
+    public static Dataset<Row> markLate(Dataset<Row> valid, String eventTime, Duration window, long watermarkMs) {
+        return io.tidemark.lakehouse.pipeline.KpiAggregation.windowed(valid, eventTime, new io.tidemark.lakehouse.pipeline.Pipeline.Window(window, window))
                 .withColumn("is_late", Watermark.ofMillis(watermarkMs).closes(col("window_end")));
     }
 

@@ -81,7 +81,7 @@ class LateRecordRouterTest {
     private static List<Long> lateOffsets(Dataset<Row> records, long watermarkMs) {
         // One query per watermark: every record is marked, true or false, never null.
         List<Long> late = new ArrayList<>();
-        for (Row r : LateRecordRouter.markLate(records, TEN_MINUTES, watermarkMs).select("kafka_offset", "is_late")
+        for (Row r : LateRecordRouter.markLate(records, "event_ts", TEN_MINUTES, watermarkMs).select("kafka_offset", "is_late")
                 .orderBy("kafka_offset").collectAsList()) {
             assertThat(r.isNullAt(1)).as("is_late of offset %d", r.getLong(0)).isFalse();
             if (r.getBoolean(1)) {
@@ -122,7 +122,7 @@ class LateRecordRouterTest {
 
     @Test
     void markLateAddsTheWindowColumnsAndIsLate() {
-        Dataset<Row> marked = LateRecordRouter.markLate(boundary(), TEN_MINUTES, ms("2026-11-29T14:10:00Z"));
+        Dataset<Row> marked = LateRecordRouter.markLate(boundary(), "event_ts", TEN_MINUTES, ms("2026-11-29T14:10:00Z"));
         assertThat(Arrays.stream(marked.schema().fields()).map(StructField::name)).containsExactly(
                 "subscriber_id", "cell_site_id", "event_ts", "volume_gb", "kafka_topic", "kafka_partition", "kafka_offset", "ingest_ts",
                 "window_start", "window_end", "event_date", "is_late");
@@ -142,7 +142,7 @@ class LateRecordRouterTest {
                 record(41, "sub-1", "cell-A", "2026-11-29T14:03:20.123456Z", 0.5, "2026-11-29T14:26:01.250Z"),
                 record(42, "sub-2", "cell-B", "2026-11-29T14:19:59Z", 1.75, "2026-11-29T14:26:02Z"),
                 record(43, "sub-3", "cell-A", "2026-11-29T14:20:00Z", 3.0, "2026-11-29T14:26:03Z")), // window ends 14:30: on time
-                TEN_MINUTES, watermark);
+                "event_ts", TEN_MINUTES, watermark);
 
         Dataset<Row> late = LateRecordRouter.lateEvents(marked, NETWORK_COLUMNS, watermark, 7L);
 
@@ -160,7 +160,7 @@ class LateRecordRouterTest {
     @Test
     void lateByIsZeroForAWindowEndingAtTheWatermark() {
         long watermark = ms("2026-11-29T14:10:00Z");
-        Dataset<Row> late = LateRecordRouter.lateEvents(LateRecordRouter.markLate(boundary(), TEN_MINUTES, watermark), NETWORK_COLUMNS, watermark, 0L);
+        Dataset<Row> late = LateRecordRouter.lateEvents(LateRecordRouter.markLate(boundary(), "event_ts", TEN_MINUTES, watermark), NETWORK_COLUMNS, watermark, 0L);
         assertThat(values(late.select("kafka_offset", "late_by_ms", "batch_id").orderBy("kafka_offset")))
                 .containsExactly(List.of(1L, 0L, 0L), List.of(3L, 1_200_000L, 0L));
     }

@@ -113,7 +113,7 @@ public final class RecordClassifier {
         order.addAll(eventColumns());
         checked = checked.selectExpr(order.stream().map(c -> "`" + c + "`").toArray(String[]::new));
         Column valid = col("reason").isNull();
-        Dataset<Row> marked = LateRecordRouter.markLate(checked, window, watermarkMs);
+        Dataset<Row> marked = LateRecordRouter.markLate(checked, events.eventTime(), window, watermarkMs);
         return marked
                 .withColumn("is_late", when(valid, col("is_late")))
                 .withColumn("payload", when(valid, col("value").cast("string")))
