@@ -38,6 +38,9 @@ import io.tidemark.late.LateRecordRouter;
 public final class RecordClassifier {
 
     private final Pipeline.EventTable events;
+    /** A classified record's reason and detail, over the decoder's output and the event columns (built once: the CHECKs do not change). */
+    private final Column reason;
+    private final Column detail;
     private final Duration window;
     private final int maxMessageBytes;
     private final UserDefinedFunction decode;
@@ -59,6 +62,17 @@ public final class RecordClassifier {
         for (int i = 0; i < decoder.columns().size(); i++) {
             decoded = decoded.add(decoder.columns().get(i), decoder.types().get(i));
         }
+        // The decoder's reason first, then the first CHECK the record breaks, then the decoder's deferred one.
+        StringBuilder checkReason = new StringBuilder("CASE");
+        StringBuilder checkDetail = new StringBuilder("CASE");
+        for (Pipeline.Check c : events.checks()) {
+            checkReason.append(" WHEN ").append(c.fails()).append(" THEN '").append(c.reason()).append("'");
+            checkDetail.append(" WHEN ").append(c.fails()).append(" THEN ").append(c.detail());
+        }
+        String noCheck = events.checks().isEmpty() ? "CAST(NULL AS STRING)" : null;
+        this.reason = expr("coalesce(decode_reason, " + (noCheck != null ? noCheck : checkReason + " END") + ", deferred_reason)");
+        this.detail = expr("CASE WHEN decode_reason IS NOT NULL THEN decode_detail ELSE coalesce("
+                + (noCheck != null ? noCheck : checkDetail + " END") + ", deferred_detail) END");
         int width = decoded.size();
         this.decode = udf((UDF2<byte[], Long, Row>) (value, ingestMicros) -> {
             EventDecoder.Decoded r = decoder.decode(value, ingestMicros);
@@ -95,18 +109,9 @@ public final class RecordClassifier {
         for (Pipeline.Column c : events.columns()) {
             flat.add(col("d").getField(c.name()).as(c.name()));
         }
-        // The decoder's reason first, then the first CHECK the record breaks, then the decoder's deferred one.
-        StringBuilder checkReason = new StringBuilder("CASE");
-        StringBuilder checkDetail = new StringBuilder("CASE");
-        for (Pipeline.Check c : events.checks()) {
-            checkReason.append(" WHEN ").append(c.fails()).append(" THEN '").append(c.reason()).append("'");
-            checkDetail.append(" WHEN ").append(c.fails()).append(" THEN ").append(c.detail());
-        }
-        String noCheck = events.checks().isEmpty() ? "CAST(NULL AS STRING)" : null;
         Dataset<Row> checked = decoded.select(flat.toArray(Column[]::new))
-                .withColumn("reason", expr("coalesce(decode_reason, " + (noCheck != null ? noCheck : checkReason + " END") + ", deferred_reason)"))
-                .withColumn("detail", expr("CASE WHEN decode_reason IS NOT NULL THEN decode_detail ELSE coalesce("
-                        + (noCheck != null ? noCheck : checkDetail + " END") + ", deferred_detail) END"))
+                .withColumn("reason", reason)
+                .withColumn("detail", detail)
                 .drop("decode_reason", "decode_detail", "deferred_reason", "deferred_detail");
         List<String> order = new ArrayList<>(List.of("kafka_topic", "kafka_partition", "kafka_offset", "kafka_key", "ingest_ts", "value", "reason",
                 "detail"));
