@@ -12,6 +12,7 @@ import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.Progress;
+import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.TidemarkConfig;
 import picocli.CommandLine.Command;
@@ -21,10 +22,17 @@ import picocli.CommandLine.Option;
 @Command(name = "generate", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Produce events to the topic: JSON records from cells and subscribers, some out of order, "
                 + "some deliberately late, some invalid. Deterministic for a seed (byte for byte with --backlog-hours).",
+                "With --profile payments: card payments (pipelines/payments.sql) from merchants and users instead, "
+                + "to the topic 'payments' unless --topic is given.",
                 "With neither --count nor --duration it produces until Ctrl-C."})
 final class GenerateCommand extends TidemarkCommand {
 
     static final double DEFAULT_RATE = 1000;
+
+    @Option(names = "--profile", paramLabel = "NAME", defaultValue = "network",
+            description = "Which events: network (cell sites and subscribers, pipelines/network.sql) or payments (card payments "
+                    + "from merchants and users, pipelines/payments.sql; topic 'payments' unless --topic) (default: ${DEFAULT-VALUE}).")
+    String profile;
 
     @Option(names = "--rate", paramLabel = "MSG_PER_S",
             description = "Messages per second; 0 = as fast as possible (default: 1000; unpaced with --backlog-hours).")
@@ -44,6 +52,14 @@ final class GenerateCommand extends TidemarkCommand {
     @Option(names = "--subscribers", paramLabel = "N", defaultValue = "" + TrafficSpec.DEFAULT_SUBSCRIBERS,
             description = "Subscribers, Zipf-active (default: ${DEFAULT-VALUE}).")
     int subscribers;
+
+    @Option(names = "--merchants", paramLabel = "N", defaultValue = "" + TrafficSpec.DEFAULT_MERCHANTS,
+            description = "With --profile payments: merchants, Zipf-active (default: ${DEFAULT-VALUE}).")
+    int merchants;
+
+    @Option(names = "--users", paramLabel = "N", defaultValue = "" + TrafficSpec.DEFAULT_USERS,
+            description = "With --profile payments: card holders, Zipf-active (default: ${DEFAULT-VALUE}).")
+    int users;
 
     @Option(names = "--out-of-order", paramLabel = "DURATION", converter = DurationConverter.class, defaultValue = "2m",
             description = "On-time events are up to this much older than the event clock (default: ${DEFAULT-VALUE}).")
@@ -85,11 +101,12 @@ final class GenerateCommand extends TidemarkCommand {
     @Override
     public Integer call() throws Exception {
         TidemarkConfig config = config(topic == null ? Map.of() : Map.of(TidemarkConfig.Key.TOPIC.name, topic));
-        TrafficSpec spec = spec(config.topic(), Instant.now());
+        TrafficSpec spec = spec(topicName(config), Instant.now());
         try (KafkaTopics kafka = new KafkaTopics(config.bootstrapServers(), config.kafkaOptions(), Duration.ofSeconds(10))) {
             if (kafka.partitions(spec.topic()).isEmpty()) {
                 throw new UserError("topic '" + spec.topic() + "' does not exist at " + config.bootstrapServers()
-                        + "; 'tidemark broker start' creates it on a local broker");
+                        + "; 'tidemark broker start" + (spec.topic().equals(config.topic()) ? "" : " --topic " + spec.topic())
+                        + "' creates it on a local broker");
             }
         }
         say("generating to %s at %s: %s", spec.topic(), config.bootstrapServers(), describe(spec));
@@ -122,6 +139,23 @@ final class GenerateCommand extends TidemarkCommand {
         return Tidemark.OK;
     }
 
+    /**
+     * The topic: --topic if given; else the topic setting for network events, and the payments
+     * pipeline's topic ('payments') for payments, which the setting (the network stream's topic) is not.
+     */
+    String topicName(TidemarkConfig config) {
+        if (topic != null) {
+            return topic;
+        }
+        TrafficProfile p;
+        try {
+            p = TrafficProfile.of(profile);
+        } catch (IllegalArgumentException e) {
+            throw new UserError(inFlagTerms(e.getMessage()), e);
+        }
+        return p == TrafficProfile.NETWORK ? config.topic() : p.defaultTopic();
+    }
+
     /** The traffic spec from the flags; bad combinations are user errors. */
     TrafficSpec spec(String topicName, Instant now) {
         try {
@@ -134,9 +168,12 @@ final class GenerateCommand extends TidemarkCommand {
     private TrafficSpec buildSpec(String topicName, Instant now) {
         return UserError.check(() -> {
             TrafficSpec.Builder b = TrafficSpec.builder()
+                    .profile(TrafficProfile.of(profile))
                     .topic(topicName)
                     .cells(cells)
                     .subscribers(subscribers)
+                    .merchants(merchants)
+                    .users(users)
                     .outOfOrderSpread(outOfOrder)
                     .lateFraction(lateFraction)
                     .lateDelay(lateDelayMin, lateDelayMax)
@@ -170,10 +207,12 @@ final class GenerateCommand extends TidemarkCommand {
         });
     }
 
-    private static final Map<String, String> FLAG_OF = Map.of(
-            "lateFraction", "--late-fraction", "invalidFraction", "--invalid-fraction", "outOfOrderSpread", "--out-of-order",
-            "lateDelayMin", "--late-delay-min", "lateDelayMax", "--late-delay-max", "ratePerSecond", "--rate",
-            "cells", "--cells", "subscribers", "--subscribers", "count", "--count", "duration", "--duration");
+    private static final Map<String, String> FLAG_OF = Map.ofEntries(
+            Map.entry("lateFraction", "--late-fraction"), Map.entry("invalidFraction", "--invalid-fraction"),
+            Map.entry("outOfOrderSpread", "--out-of-order"), Map.entry("lateDelayMin", "--late-delay-min"),
+            Map.entry("lateDelayMax", "--late-delay-max"), Map.entry("ratePerSecond", "--rate"), Map.entry("cells", "--cells"),
+            Map.entry("subscribers", "--subscribers"), Map.entry("count", "--count"), Map.entry("duration", "--duration"),
+            Map.entry("merchants", "--merchants"), Map.entry("users", "--users"), Map.entry("profile", "--profile"));
 
     /** TrafficSpec's messages name its fields; the user typed flags. */
     static String inFlagTerms(String message) {
@@ -204,8 +243,13 @@ final class GenerateCommand extends TidemarkCommand {
         } else {
             sb.append(", live event time");
         }
-        sb.append(String.format(java.util.Locale.ROOT, ", %d cells, %,d subscribers, late %s, invalid %s, seed %d",
-                s.cells(), s.subscribers(), s.lateFraction(), s.invalidFraction(), s.seed()));
+        if (s.profile() == TrafficProfile.PAYMENTS) {
+            sb.append(String.format(java.util.Locale.ROOT, ", payments from %,d merchants and %,d users", s.merchants(), s.users()));
+        } else {
+            sb.append(String.format(java.util.Locale.ROOT, ", %d cells, %,d subscribers", s.cells(), s.subscribers()));
+        }
+        sb.append(String.format(java.util.Locale.ROOT, ", late %s, invalid %s, seed %d",
+                s.lateFraction(), s.invalidFraction(), s.seed()));
         return sb.toString();
     }
 

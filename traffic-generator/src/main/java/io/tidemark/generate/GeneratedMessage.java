@@ -3,35 +3,67 @@ package io.tidemark.generate;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Arrays;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
 
 /**
  * One Kafka record to send, with what the generator meant it to be.
  *
- * @param key             Kafka key: the subscriber id's UTF-8 bytes for valid messages, null for invalid ones
- * @param value           Kafka value; null only for {@link Kind#NULL_VALUE}
- * @param kind            what this message is
+ * @param key             Kafka key: the subscriber's (network) or user's (payments) id as UTF-8 bytes for valid
+ *                        messages, null for invalid ones
+ * @param value           Kafka value; null only for a tombstone ({@link Kind#NULL_VALUE}, {@link PaymentKind#NULL_VALUE})
+ * @param messageKind     what this message is, in its profile's terms: a {@link Kind} or a {@link PaymentKind}
  * @param eventTimeMillis event time of a valid message (epoch millis), {@link #NO_EVENT_TIME} for invalid ones
  */
-public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTimeMillis) {
+public record GeneratedMessage(byte[] key, byte[] value, MessageKind messageKind, long eventTimeMillis) {
 
     public static final long NO_EVENT_TIME = Long.MIN_VALUE;
 
     public GeneratedMessage {
-        if (kind == null) {
+        if (messageKind == null) {
             throw new IllegalArgumentException("kind must not be null");
         }
-        if (kind.isValid() == (eventTimeMillis == NO_EVENT_TIME)) {
-            throw new IllegalArgumentException("a " + kind + " message must " + (kind.isValid() ? "" : "not ")
+        if (messageKind.isValid() == (eventTimeMillis == NO_EVENT_TIME)) {
+            throw new IllegalArgumentException("a " + messageKind + " message must " + (messageKind.isValid() ? "" : "not ")
                     + "carry an event time");
         }
     }
 
     /** An invalid message: no event time. */
-    public GeneratedMessage(byte[] key, byte[] value, Kind kind) {
-        this(key, value, kind, NO_EVENT_TIME);
+    public GeneratedMessage(byte[] key, byte[] value, MessageKind messageKind) {
+        this(key, value, messageKind, NO_EVENT_TIME);
+    }
+
+    /**
+     * The kind of a {@link TrafficProfile#NETWORK network} message.
+     *
+     * @throws IllegalStateException for a message of another profile: see {@link #messageKind()}
+     */
+    public Kind kind() {
+        if (messageKind instanceof Kind k) {
+            return k;
+        }
+        throw new IllegalStateException("a " + messageKind.profile().cliName() + " message has no network kind; its kind is "
+                + messageKind + " (messageKind())");
+    }
+
+    /**
+     * The kind of a {@link TrafficProfile#PAYMENTS payments} message, which names the reason the
+     * stream is expected to give it ({@link PaymentKind#expectedReason()}).
+     *
+     * @throws IllegalStateException for a message of another profile: see {@link #messageKind()}
+     */
+    public PaymentKind paymentKind() {
+        if (messageKind instanceof PaymentKind k) {
+            return k;
+        }
+        throw new IllegalStateException("a " + messageKind.profile().cliName() + " message has no payments kind; its kind is "
+                + messageKind + " (messageKind())");
+    }
+
+    /** Whether a correct pipeline must accept this message into raw_events. */
+    public boolean isValid() {
+        return messageKind.isValid();
     }
 
     /** Event time of a valid message. */
@@ -51,13 +83,13 @@ public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTi
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof GeneratedMessage m && kind == m.kind && eventTimeMillis == m.eventTimeMillis
+        return o instanceof GeneratedMessage m && messageKind == m.messageKind && eventTimeMillis == m.eventTimeMillis
                 && Arrays.equals(key, m.key) && Arrays.equals(value, m.value);
     }
 
     @Override
     public int hashCode() {
-        return 31 * (31 * (31 * kind.hashCode() + Long.hashCode(eventTimeMillis)) + Arrays.hashCode(key))
+        return 31 * (31 * (31 * messageKind.hashCode() + Long.hashCode(eventTimeMillis)) + Arrays.hashCode(key))
                 + Arrays.hashCode(value);
     }
 
@@ -70,15 +102,16 @@ public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTi
             String s = new String(value, 0, Math.min(value.length, 200), StandardCharsets.UTF_8);
             text = s + (value.length > 200 ? "...(" + value.length + " bytes)" : "");
         }
-        return "GeneratedMessage[" + kind + ", key=" + (key == null ? "null" : new String(key, StandardCharsets.UTF_8))
+        return "GeneratedMessage[" + messageKind + ", key=" + (key == null ? "null" : new String(key, StandardCharsets.UTF_8))
                 + ", value=" + text + "]";
     }
 
     /**
-     * What a message is. Valid kinds satisfy every validity rule of the README; each
-     * invalid kind breaks exactly the rule its name says (the rest of the message looks normal).
+     * What a message of the {@link TrafficProfile#NETWORK network} profile is. Valid kinds satisfy
+     * every validity rule of the README; each invalid kind breaks exactly the rule its name says (the
+     * rest of the message looks normal). The payments profile's kinds are {@link PaymentKind}.
      */
-    public enum Kind {
+    public enum Kind implements MessageKind {
         /** Valid; event time within {@code outOfOrderSpread} before the event clock. */
         ON_TIME(0),
         /** Valid, but {@code lateDelayMin..lateDelayMax} behind the event clock: meant to miss the watermark. */
@@ -128,28 +161,20 @@ public record GeneratedMessage(byte[] key, byte[] value, Kind kind, long eventTi
             this.invalidWeight = invalidWeight;
         }
 
-        /** Whether a correct pipeline must accept this message into raw_events. */
-        public boolean isValid() {
-            return this == ON_TIME || this == LATE;
+        @Override
+        public TrafficProfile profile() {
+            return TrafficProfile.NETWORK;
         }
 
         /** Relative frequency among invalid messages (0 for valid kinds). */
+        @Override
         public double invalidWeight() {
             return invalidWeight;
         }
 
         /** The invalid kinds, in declaration order. */
         public static List<Kind> invalidKinds() {
-            return List.copyOf(EnumSet.range(TRUNCATED_JSON, OVERSIZED));
-        }
-
-        /** This kind's expected share of the invalid messages. */
-        public double shareOfInvalid() {
-            double total = 0;
-            for (Kind k : values()) {
-                total += k.invalidWeight;
-            }
-            return invalidWeight / total;
+            return MessageKind.invalid(values());
         }
     }
 }

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
 import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 
@@ -13,8 +14,9 @@ import java.util.Optional;
  * What a run produced: the ground truth an end-to-end check compares the tables with.
  *
  * @param topic             where the messages went
+ * @param profile           which events they were
  * @param messages          messages sent (all acknowledged when the run returned normally)
- * @param countsByKind      messages per kind; every kind present, zeros included
+ * @param counts            messages per kind of the profile; every kind present, zeros included, in declaration order
  * @param totalBytes        key plus value bytes
  * @param elapsed           wall time of the run
  * @param minValidEventTime earliest event time of a valid message, or null if there was none
@@ -23,8 +25,9 @@ import java.util.Optional;
  */
 public record GenerationReport(
         String topic,
+        TrafficProfile profile,
         long messages,
-        Map<Kind, Long> countsByKind,
+        Map<MessageKind, Long> counts,
         long totalBytes,
         Duration elapsed,
         Instant minValidEventTime,
@@ -32,23 +35,49 @@ public record GenerationReport(
         boolean stoppedEarly) {
 
     public GenerationReport {
-        EnumMap<Kind, Long> all = new EnumMap<>(Kind.class);
-        for (Kind k : Kind.values()) {
-            all.put(k, countsByKind.getOrDefault(k, 0L));
+        Map<MessageKind, Long> all = new LinkedHashMap<>();
+        for (MessageKind k : profile.kinds()) {
+            all.put(k, counts.getOrDefault(k, 0L));
         }
-        countsByKind = Collections.unmodifiableMap(all);
+        for (MessageKind k : counts.keySet()) {
+            if (k.profile() != profile) {
+                throw new IllegalArgumentException("a " + profile.cliName() + " report cannot count " + k.profile().cliName()
+                        + " kind " + k);
+            }
+        }
+        counts = Collections.unmodifiableMap(all);
     }
 
+    /**
+     * Messages per network kind; every kind present, zeros included.
+     *
+     * @throws IllegalStateException for a report of another profile: see {@link #counts()}
+     */
+    public Map<Kind, Long> countsByKind() {
+        if (profile != TrafficProfile.NETWORK) {
+            throw new IllegalStateException("a " + profile.cliName() + " report counts its own kinds: see counts()");
+        }
+        EnumMap<Kind, Long> byKind = new EnumMap<>(Kind.class);
+        counts.forEach((k, n) -> byKind.put((Kind) k, n));
+        return Collections.unmodifiableMap(byKind);
+    }
+
+    /** Messages of this kind (0 for a kind of another profile). */
+    public long count(MessageKind kind) {
+        return counts.getOrDefault(kind, 0L);
+    }
+
+    /** Messages of this network kind (0 in a report of another profile). */
     public long count(Kind kind) {
-        return countsByKind.get(kind);
+        return count((MessageKind) kind);
     }
 
     public long onTime() {
-        return count(Kind.ON_TIME);
+        return count(profile.onTime());
     }
 
     public long late() {
-        return count(Kind.LATE);
+        return count(profile.late());
     }
 
     /** ON_TIME + LATE: what should land in raw_events. */
@@ -86,7 +115,7 @@ public record GenerationReport(
             sb.append("valid event time ").append(minValidEventTime).append(" .. ").append(maxValidEventTime)
                     .append(System.lineSeparator());
         }
-        countsByKind.forEach((k, n) -> {
+        counts.forEach((k, n) -> {
             if (!k.isValid() && n > 0) {
                 sb.append(String.format(java.util.Locale.ROOT, "  %-18s %,d%n", k, n));
             }
@@ -96,17 +125,34 @@ public record GenerationReport(
 
     /** Counts messages as they are sent. Not thread-safe. */
     public static final class Tally {
-        private final long[] counts = new long[Kind.values().length];
+        private final TrafficProfile profile;
+        private final long[] counts;
         private long messages;
         private long bytes;
         private long minEventMillis = Long.MAX_VALUE;
         private long maxEventMillis = Long.MIN_VALUE;
 
+        /** A tally of network messages. */
+        public Tally() {
+            this(TrafficProfile.NETWORK);
+        }
+
+        public Tally(TrafficProfile profile) {
+            this.profile = profile;
+            this.counts = new long[profile.kinds().size()];
+        }
+
+        /** @throws IllegalArgumentException for a message of another profile */
         public void add(GeneratedMessage m) {
-            counts[m.kind().ordinal()]++;
+            MessageKind kind = m.messageKind();
+            if (kind.profile() != profile) {
+                throw new IllegalArgumentException("a " + profile.cliName() + " tally cannot count a " + kind.profile().cliName()
+                        + " message");
+            }
+            counts[kind.ordinal()]++;
             messages++;
             bytes += m.size();
-            if (m.kind().isValid()) {
+            if (kind.isValid()) {
                 minEventMillis = Math.min(minEventMillis, m.eventTimeMillis());
                 maxEventMillis = Math.max(maxEventMillis, m.eventTimeMillis());
             }
@@ -121,12 +167,12 @@ public record GenerationReport(
         }
 
         public GenerationReport report(String topic, Duration elapsed, boolean stoppedEarly) {
-            EnumMap<Kind, Long> byKind = new EnumMap<>(Kind.class);
-            for (Kind k : Kind.values()) {
+            Map<MessageKind, Long> byKind = new LinkedHashMap<>();
+            for (MessageKind k : profile.kinds()) {
                 byKind.put(k, counts[k.ordinal()]);
             }
             boolean anyValid = minEventMillis != Long.MAX_VALUE;
-            return new GenerationReport(topic, messages, byKind, bytes, elapsed,
+            return new GenerationReport(topic, profile, messages, byKind, bytes, elapsed,
                     anyValid ? Instant.ofEpochMilli(minEventMillis) : null,
                     anyValid ? Instant.ofEpochMilli(maxEventMillis) : null, stoppedEarly);
         }

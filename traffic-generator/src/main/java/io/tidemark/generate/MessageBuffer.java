@@ -101,6 +101,25 @@ final class MessageBuffer {
         return zeroPadded(v, 1);
     }
 
+    /** All 64 bits of {@code v} as 16 lower-case hex digits, leading zeros included. */
+    MessageBuffer hex16(long v) {
+        ensure(16);
+        for (int shift = 60; shift >= 0; shift -= 4) {
+            int d = (int) (v >>> shift) & 0xF;
+            buf[len++] = (byte) (d < 10 ? '0' + d : 'a' + d - 10);
+        }
+        return this;
+    }
+
+    /** {@code cents / 100} with exactly two decimals, e.g. 12.30, 0.05, -7.00: how an amount of money is written. */
+    MessageBuffer cents(long cents) {
+        if (cents < 0) {
+            b('-');
+            cents = -cents;
+        }
+        return zeroPadded(cents / 100, 1).b('.').zeroPadded(cents % 100, 2);
+    }
+
     /** {@code micros / 1e6} as a JSON number with one to six decimals, e.g. 0.0123, 2.5, 0.0. */
     MessageBuffer micros(long micros) {
         if (micros < 0) {

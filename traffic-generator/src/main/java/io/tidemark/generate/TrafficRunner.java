@@ -48,7 +48,7 @@ public final class TrafficRunner {
     public GenerationReport run(TrafficSpec spec, MessageSink sink, Consumer<Progress> progress) {
         TrafficGenerator generator = new TrafficGenerator(spec, wallClock);
         RatePacer pacer = spec.isPaced() ? new RatePacer(spec.ratePerSecond(), nanoTime, sleeper) : null;
-        GenerationReport.Tally tally = new GenerationReport.Tally();
+        GenerationReport.Tally tally = new GenerationReport.Tally(spec.profile());
         long start = nanoTime.getAsLong();
         long deadline = spec.duration() == null ? Long.MAX_VALUE : start + spec.duration().toNanos();
         long intervalNanos = PROGRESS_INTERVAL.toNanos();

@@ -21,6 +21,10 @@ import java.util.regex.Pattern;
  * 10-minute allowed lateness plus the 5-minute window, so they miss the watermark once it has
  * advanced. See {@link IngestMode} for where the event clock comes from.
  *
+ * <p>Records: the {@link TrafficProfile profile} says which. Network events use {@code cells} and
+ * {@code subscribers}; payments use {@code merchants} and {@code users} (each profile ignores the
+ * other's two sizes). The topic defaults to the profile's ({@link TrafficProfile#defaultTopic()}).
+ *
  * @param topic                      Kafka topic
  * @param count                      total messages, or null when bounded by duration (or unbounded)
  * @param duration                   wall-time bound, or null
@@ -36,7 +40,10 @@ import java.util.regex.Pattern;
  * @param eventClockStart            backlog event clock start, or null for "now minus the backlog's span"
  * @param ingestMode                 where the event clock comes from
  * @param eventsPerSecondOfEventTime backlog mode: messages per second of event time (sets the span)
- * @param oversizedBytes             size of an {@link GeneratedMessage.Kind#OVERSIZED} message
+ * @param oversizedBytes             size of an {@link GeneratedMessage.Kind#OVERSIZED} (or {@link PaymentKind#OVERSIZED}) message
+ * @param profile                    which events: network (the default) or payments
+ * @param merchants                  payments: number of merchants ({@code mer-00000}...), Zipf-active
+ * @param users                      payments: number of card holders ({@code usr-000000}...), Zipf-active
  */
 public record TrafficSpec(
         String topic,
@@ -54,8 +61,12 @@ public record TrafficSpec(
         Instant eventClockStart,
         IngestMode ingestMode,
         double eventsPerSecondOfEventTime,
-        int oversizedBytes) {
+        int oversizedBytes,
+        TrafficProfile profile,
+        int merchants,
+        int users) {
 
+    /** The network profile's topic, the default one ({@link TrafficProfile#defaultTopic()} has each profile's). */
     public static final String DEFAULT_TOPIC = "network-events";
     public static final long DEFAULT_COUNT = 1_000_000L;
     public static final int DEFAULT_CELLS = 200;
@@ -69,9 +80,13 @@ public record TrafficSpec(
     public static final double DEFAULT_EVENTS_PER_SECOND_OF_EVENT_TIME = 1000.0;
     /** Twice the default 64 KiB maximum message size of the stream. */
     public static final int DEFAULT_OVERSIZED_BYTES = 128 * 1024;
+    public static final int DEFAULT_MERCHANTS = 2_000;
+    public static final int DEFAULT_USERS = 50_000;
 
     public static final int MAX_SUBSCRIBERS = 100_000_000;
     public static final int MAX_CELLS = 10_000_000;
+    public static final int MAX_MERCHANTS = 10_000_000;
+    public static final int MAX_USERS = 100_000_000;
     /** Stays below the broker's default {@code message.max.bytes} (about 1 MiB). */
     public static final int MAX_OVERSIZED_BYTES = 1_000_000;
     public static final int MIN_OVERSIZED_BYTES = 1024;
@@ -98,6 +113,13 @@ public record TrafficSpec(
         }
         if (subscribers < 1 || subscribers > MAX_SUBSCRIBERS) {
             throw new IllegalArgumentException("subscribers must be between 1 and " + MAX_SUBSCRIBERS + "; got " + subscribers);
+        }
+        Objects.requireNonNull(profile, "profile must not be null (NETWORK or PAYMENTS)");
+        if (merchants < 1 || merchants > MAX_MERCHANTS) {
+            throw new IllegalArgumentException("merchants must be between 1 and " + MAX_MERCHANTS + "; got " + merchants);
+        }
+        if (users < 1 || users > MAX_USERS) {
+            throw new IllegalArgumentException("users must be between 1 and " + MAX_USERS + "; got " + users);
         }
         requireDelay("outOfOrderSpread", outOfOrderSpread);
         requireDelay("lateDelayMin", lateDelayMin);
@@ -200,6 +222,8 @@ public record TrafficSpec(
     /** Mutable builder; {@link #build()} validates. Setters return this. */
     public static final class Builder {
         private String topic = DEFAULT_TOPIC;
+        /** Whether {@link #topic} was set; if not, the profile's default topic applies. */
+        private boolean topicSet;
         private Long count = DEFAULT_COUNT;
         private boolean countSet;
         private Duration duration;
@@ -216,12 +240,16 @@ public record TrafficSpec(
         private IngestMode ingestMode = IngestMode.AUTO;
         private double eventsPerSecondOfEventTime = DEFAULT_EVENTS_PER_SECOND_OF_EVENT_TIME;
         private int oversizedBytes = DEFAULT_OVERSIZED_BYTES;
+        private TrafficProfile profile = TrafficProfile.NETWORK;
+        private int merchants = DEFAULT_MERCHANTS;
+        private int users = DEFAULT_USERS;
 
         private Builder() {
         }
 
         private Builder(TrafficSpec s) {
             topic = s.topic;
+            topicSet = true;
             count = s.count;
             countSet = true;
             duration = s.duration;
@@ -238,9 +266,13 @@ public record TrafficSpec(
             ingestMode = s.ingestMode;
             eventsPerSecondOfEventTime = s.eventsPerSecondOfEventTime;
             oversizedBytes = s.oversizedBytes;
+            profile = s.profile;
+            merchants = s.merchants;
+            users = s.users;
         }
 
-        public Builder topic(String topic) { this.topic = topic; return this; }
+        /** The topic; by default the profile's ({@link TrafficProfile#defaultTopic()}). */
+        public Builder topic(String topic) { this.topic = topic; this.topicSet = true; return this; }
 
         /** Total messages; null for a duration-bound (or, in LIVE mode, unbounded) run. */
         public Builder count(Long count) { this.count = count; this.countSet = true; return this; }
@@ -274,12 +306,20 @@ public record TrafficSpec(
 
         public Builder oversizedBytes(int bytes) { this.oversizedBytes = bytes; return this; }
 
+        /** Which events; unless {@link #topic} is set, it also sets the topic to the profile's default. */
+        public Builder profile(TrafficProfile profile) { this.profile = profile; return this; }
+
+        public Builder merchants(int merchants) { this.merchants = merchants; return this; }
+
+        public Builder users(int users) { this.users = users; return this; }
+
         /** @throws IllegalArgumentException naming the offending setting and value */
         public TrafficSpec build() {
             Long effectiveCount = !countSet && duration != null ? null : count;
-            return new TrafficSpec(topic, effectiveCount, duration, ratePerSecond, cells, subscribers, outOfOrderSpread,
+            String effectiveTopic = topicSet || profile == null ? topic : profile.defaultTopic();
+            return new TrafficSpec(effectiveTopic, effectiveCount, duration, ratePerSecond, cells, subscribers, outOfOrderSpread,
                     lateFraction, lateDelayMin, lateDelayMax, invalidFraction, seed, eventClockStart, ingestMode,
-                    eventsPerSecondOfEventTime, oversizedBytes);
+                    eventsPerSecondOfEventTime, oversizedBytes, profile, merchants, users);
         }
     }
 }
