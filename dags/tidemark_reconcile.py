@@ -3,17 +3,18 @@
 
 Recomputes closed UTC days from `raw_events` with `io.tidemark.reconcile.ReconcileJob`
 (spark-submit of `tidemark-spark-jobs.jar`), replaces their `kpi_5m` partitions (`source = batch`)
-and fails the run when the stream drifted from the truth by more than `drift_threshold` on any day;
-then compacts the closed days and vacuums (`io.tidemark.operations.Maintenance`).
+and fails the run when a day is over the pipeline's drift threshold (the `drift_threshold` option of
+its event table, default 0.01: the job's verdict, `over_threshold`); then compacts the closed days and
+vacuums (`io.tidemark.operations.Maintenance`). Param `pipeline`: the pipeline file every job runs.
 
 1. `validate_params`: refuses, without retries and with a one-line reason, bad dates, an empty range,
    a day the stream has not closed (`stream_progress.last_closed_day`), a `vacuum_retention_hours` below
-   168 (Delta's safety minimum), a missing lakehouse, jar or `spark_default` connection.
+   168 (Delta's safety minimum), a `drift_threshold` (the pipeline's now), a missing lakehouse/jar/connection.
 2. `reconcile_selection`: the range (`--from/--to`), else the `recent_days` most recent closed days.
 3. `reconcile_dirty`: `--dirty` (closed days with late records since their last reconcile); skipped
    when `include_dirty` is false.
 4. `check_drift`: this run's summary rows of `reconcile_report` (run ids `<dag run>.<task>.<try>`),
-   pushed as XCom `drift_summary`; fails naming the days over the threshold and their worst cells.
+   pushed as XCom `drift_summary`; fails naming the days over the threshold, their measures and worst dimensions.
 5. `maintain`, beside `check_drift` after the reconciles (so it compacts the days they rewrote and
    never contends with them): compacts the closed days, then vacuums files older than
    `vacuum_retention_hours` (`--no-vacuum` when `vacuum` is false); skipped when `maintain` is false.
@@ -38,9 +39,8 @@ from airflow.sdk.exceptions import AirflowFailException
 
 try:
     from tidemark_airflow import CHECK_TASK, DAG_ID, DRIFT_XCOM_KEY, drift, lakehouse, settings
-    from tidemark_airflow.reconcile_plan import (DEFAULT_DRIFT_THRESHOLD, MIN_VACUUM_RETENTION_HOURS,
-                                                 ReconcileRequestError, days_between, plan_maintain, plan_reconcile,
-                                                 plan_report)
+    from tidemark_airflow.reconcile_plan import (MIN_VACUUM_RETENTION_HOURS, ReconcileRequestError, days_between,
+                                                 plan_maintain, plan_reconcile, plan_report)
     from tidemark_airflow.reconcile_submit import MaintainSubmitOperator, ReconcileSubmitOperator, ReportSubmitOperator
 except ModuleNotFoundError as e:  # say what to do instead of a bare import error in the Airflow UI
     if not (e.name or "").startswith("tidemark_airflow"):
@@ -86,9 +86,9 @@ def _schedule() -> str | None:
         "include_dirty": Param(True, type="boolean",
                                description="Afterwards also reconcile every dirty closed day (late records since "
                                            "its last reconcile)."),
-        "drift_threshold": Param(DEFAULT_DRIFT_THRESHOLD, type="number", minimum=0,
-                                 description="Fail the run when a day's relative drift (stream vs truth) exceeds "
-                                             "this, e.g. 0.05 = 5%."),
+        "pipeline": Param(None, type=["null", "string"],
+                          description="Pipeline file (absolute path) every job runs, with its drift_threshold; "
+                                      "empty: the jobs' pipeline setting (default network)."),
         "lakehouse": Param(None, type=["null", "string"],
                            description="Lakehouse root (absolute path or URI); empty: Variable tidemark_lakehouse, "
                                        "else env TIDEMARK_LAKEHOUSE."),
@@ -130,11 +130,11 @@ def tidemark_reconcile():
     @task(task_id=CHECK_TASK, trigger_rule="none_failed_min_one_success", retries=1,
           execution_timeout=dt.timedelta(minutes=15))
     def check_drift(**context) -> None:
-        """Fails when a reconciled day drifted more than drift_threshold; the summary is XCom drift_summary."""
+        """Fails when a reconciled day is over the pipeline's threshold; the summary is XCom drift_summary."""
         plan = context["ti"].xcom_pull(task_ids=PLAN_TASK)
         expected = days_between(plan["from_date"], plan["to_date"]) if plan["mode"] == "range" else []
-        summary = drift.drift_summary(plan["lakehouse"], float(plan["drift_threshold"]), dag_run_id=context["run_id"],
-                                      task_ids=RECONCILE_TASKS, expected_days=expected)
+        summary = drift.drift_summary(plan["lakehouse"], dag_run_id=context["run_id"], task_ids=RECONCILE_TASKS,
+                                      expected_days=expected)
         context["ti"].xcom_push(key=DRIFT_XCOM_KEY, value=summary)
         print(drift.describe_drift(summary))
         if reason := drift.failure(summary):

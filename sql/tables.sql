@@ -90,27 +90,29 @@ CREATE TABLE IF NOT EXISTS tidemark.stream_gaps (
 ) USING delta
 LOCATION '${lakehouse}/stream_gaps'
 ;
--- Drift between the stream's KPIs and the truth, per reconcile run.
+-- Drift between the stream's KPIs and the truth, per reconcile run, in long form: one row per
+-- measure. Summary rows: one per run, day, KPI table and measure, with the verdict of the one drift
+-- rule (DriftRule). Window rows: one per window, dimensions and measure whose value changed.
+-- A lakehouse written before the long form keeps its older columns (null in new rows).
 CREATE TABLE IF NOT EXISTS tidemark.reconcile_report (
-  run_id                STRING    NOT NULL,
-  run_started_at        TIMESTAMP NOT NULL,
-  row_kind              STRING    NOT NULL COMMENT 'summary (one per run and day) or window (one per differing window and cell)',
-  window_start          TIMESTAMP,
-  window_end            TIMESTAMP,
-  cell_site_id          STRING,
-  stream_count          BIGINT,
-  batch_count           BIGINT,
-  stream_gb             DECIMAL(38,9),
-  batch_gb              DECIMAL(38,9),
-  gb_drift              DECIMAL(38,9) COMMENT 'batch - stream',
-  gb_drift_rel          DOUBLE        COMMENT '(batch - stream) / batch',
-  stream_subscribers    BIGINT,
-  batch_subscribers     BIGINT,
-  subscribers_drift     BIGINT,
-  subscribers_drift_rel DOUBLE,
-  late_records          BIGINT        COMMENT 'late records folded in',
-  windows_changed       BIGINT        COMMENT 'summary rows: (window, cell) rows that differ',
-  event_date            DATE      NOT NULL COMMENT 'the reconciled day'
+  run_id          STRING    NOT NULL,
+  run_started_at  TIMESTAMP NOT NULL,
+  row_kind        STRING    NOT NULL COMMENT 'summary or window',
+  kpi             STRING             COMMENT 'the KPI table',
+  measure         STRING             COMMENT 'the measure, its column in the KPI table',
+  window_start    TIMESTAMP,
+  window_end      TIMESTAMP,
+  dimensions      STRING             COMMENT 'window rows: the values of the dimensions, as a JSON object',
+  stream_value    DECIMAL(38,9)      COMMENT 'the value the stream had written (summary rows: of the whole day)',
+  batch_value     DECIMAL(38,9)      COMMENT 'the exact value',
+  drift           DECIMAL(38,9)      COMMENT 'batch - stream',
+  drift_rel       DOUBLE             COMMENT '(batch - stream) / batch; null when batch is 0',
+  estimate        BOOLEAN            COMMENT 'the stream value is a sketch estimate: reported, never over the threshold',
+  drift_threshold DOUBLE             COMMENT 'summary rows: the drift_threshold of the pipeline',
+  over_threshold  BOOLEAN            COMMENT 'summary rows: the verdict of the drift rule',
+  late_records    BIGINT             COMMENT 'late records folded in (of the window; summary rows: of the day)',
+  windows_changed BIGINT             COMMENT 'summary rows: windows whose value of this measure changed',
+  event_date      DATE      NOT NULL COMMENT 'the reconciled day'
 ) USING delta
 PARTITIONED BY (event_date)
 LOCATION '${lakehouse}/reconcile_report'

@@ -25,18 +25,16 @@ SELECT event_date, cell_site_id,
 FROM tidemark.late_events
 GROUP BY event_date, cell_site_id
 ;
--- Drift between the stream and the truth per day, from the latest reconcile run of that day
--- (a day reconciled twice shows the second run, whose drift is what arrived in between).
+-- Drift between the stream and the truth per day, KPI table and measure, from the latest reconcile run
+-- of that day (a day reconciled twice shows the second run, whose drift is what arrived in between).
+-- over_threshold is the verdict of the drift rule, with the pipeline's drift_threshold it used.
 CREATE OR REPLACE TEMPORARY VIEW drift_by_day AS
-SELECT event_date, run_id, run_started_at, windows_changed,
-       stream_count, batch_count, batch_count - stream_count AS count_drift,
-       stream_gb, batch_gb, gb_drift, gb_drift_rel,
-       stream_subscribers, batch_subscribers, subscribers_drift, subscribers_drift_rel,
-       late_records
+SELECT event_date, kpi, measure, run_id, run_started_at, stream_value, batch_value, drift, drift_rel, estimate,
+       drift_threshold, over_threshold, windows_changed, late_records
 FROM (
-  SELECT *, row_number() OVER (PARTITION BY event_date ORDER BY run_started_at DESC, run_id DESC) AS run_rank
+  SELECT *, rank() OVER (PARTITION BY event_date ORDER BY run_started_at DESC, run_id DESC) AS run_rank
   FROM tidemark.reconcile_report
-  WHERE row_kind = 'summary'
+  WHERE row_kind = 'summary' AND measure IS NOT NULL
 )
 WHERE run_rank = 1
 ;

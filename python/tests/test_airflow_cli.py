@@ -44,14 +44,26 @@ def test_trigger_conf_sets_maintain_only_when_asked():
     assert conf("--recent", "2", "--maintain") == {"recent_days": 2, "maintain": True}
 
 
+def test_trigger_conf_names_the_pipeline_and_never_a_threshold():
+    conf = lambda *a: trigger_conf(build_parser().parse_args(["trigger", *a]))  # noqa: E731
+    assert conf("--recent", "1", "--pipeline", "/srv/p.sql") == {"recent_days": 1, "pipeline": "/srv/p.sql"}
+    assert "pipeline" not in conf("--recent", "1") and "pipeline" not in conf("--recent", "1", "--pipeline", "")
+    assert conf("--from", "2026-11-27", "--pipeline", "network")["pipeline"] == "network"
+    assert all("drift_threshold" not in conf(*a) for a in (["--recent", "1"], ["--from", "2026-11-27"]))
+
+
 @pytest.mark.parametrize("args, message", [
     (["trigger", "--from", "2026-13-01", "--to", "2026-13-02"], "'2026-13-01' is not a valid calendar date"),
     (["trigger", "--from", "2026-1-1"], "'2026-1-1' is not a date: expected yyyy-mm-dd"),
     (["trigger", "--from", "2026-11-28", "--to", "2026-11-27"], "--to 2026-11-27 is before --from 2026-11-28"),
     (["trigger", "--to", "2026-11-27"], "--to needs --from"),
     (["trigger", "--from", "2026-11-27", "--recent", "3"], "either a range (--from/--to) or --recent N"),
-    (["trigger", "--from", "2026-11-27", "--threshold", "-1"], "argument --threshold: '-1' must be >= 0"),
-    (["trigger", "--threshold", "lots"], "'lots' is not a number"),
+    (["trigger", "--from", "2026-11-27", "--threshold", "0.05"],
+     "argument --threshold: --threshold is no longer an option: the threshold is the pipeline's (the drift_threshold "
+     "option of its event table, default 0.01); set it in the pipeline file (--pipeline FILE)"),
+    (["trigger", "--threshold", "5%", "--wait"], "--threshold is no longer an option: the threshold is the pipeline's"),
+    (["trigger", "--recent", "1", "--pipeline", "pipelines/network.sql"],
+     "argument --pipeline: pipeline 'pipelines/network.sql' is relative: give an absolute path"),
     (["trigger", "--recent", "0"], "'0' must be at least 1"),
     (["follow"], "the following arguments are required: run_id"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -133,32 +145,52 @@ def test_output_redacts_secrets(capsys):
     assert o == "a *** b\n" and e == "c ***\n"
 
 
-def test_drift_lines_name_the_days_and_cells():
+def measure(name, drift_rel, over, estimate=False):
+    return {"kpi": "kpi_5m", "measure": name, "stream_value": 9040.0, "batch_value": 12310.0, "drift": 3270.0,
+            "drift_rel": drift_rel, "estimate": estimate, "over_threshold": over, "windows_changed": 1}
+
+
+def test_drift_lines_name_the_days_measures_and_dimensions():
     summary = {
-        "threshold": 0.05, "run_ids": ["manual__2026-11-29T15:50:55+00:00.reconcile_selection.1"],
+        "threshold": 0.05, "thresholds": [0.05], "run_ids": ["manual__2026-11-29T15:50:55+00:00.reconcile_selection.1"],
         "no_summary_days": ["2026-11-25"],
         "days": [
-            {"day": "2026-11-26", "drift": 0.01, "gb_drift_rel": 0.01, "stream_count": 990, "batch_count": 1000,
-             "late_records": 10, "windows_changed": 7, "over_threshold": False},
-            {"day": "2026-11-27", "drift": 0.2723, "gb_drift_rel": 0.2723, "stream_count": 904, "batch_count": 1231,
+            {"day": "2026-11-26", "drift": 0.01, "drift_measure": "kpi_5m.total_gb", "threshold": 0.05,
+             "late_records": 1000, "windows_changed": 7, "over_threshold": False,
+             "measures": [measure("record_count", 0.01, False), measure("total_gb", 0.01, False)]},
+            {"day": "2026-11-27", "drift": 0.2723, "drift_measure": "kpi_5m.total_gb", "threshold": 0.05,
              "late_records": 327, "windows_changed": 288, "over_threshold": True,
-             "worst_cells": [{"cell_site_id": "cell-0006", "gb_drift": 2.6195, "share_of_drift": 0.22, "windows": 53,
-                              "late_records": 61}]},
+             "measures": [measure("record_count", 0.2656, True), measure("subscribers", -0.4, False, True),
+                          measure("total_gb", 0.2723, True)],
+             "worst": [{"kpi": "kpi_5m", "measure": "total_gb", "dimensions": {"cell_site_id": "cell-0006"},
+                        "drift": 2.6195, "share_of_drift": 0.22, "windows": 53, "late_records": 61}]},
+            {"day": "2026-11-28", "drift": None, "drift_measure": "kpi_5m.record_count", "threshold": 0.05,
+             "late_records": 0, "windows_changed": 1, "over_threshold": True,
+             "measures": [measure("record_count", None, True)], "worst": []},
         ],
     }
     text = "\n".join(drift_lines(summary))
-    assert "threshold 5.000%" in text
-    assert re.search(r"2026-11-26 +\+1\.000% +\+1\.000% +990 -> 1,000 +10 +7 +ok", text), text
-    assert re.search(r"2026-11-27 +\+27\.230% .* +OVER THRESHOLD", text), text
-    assert "worst cell cell-0006: +2.619500 GB (22% of the day's drift), 53 windows changed, 61 late records" in text
+    assert "threshold 5%, the pipeline's drift_threshold" in text
+    assert re.search(r"2026-11-26 +\+1\.000% +kpi_5m\.total_gb +1,000 +7 +ok$", text, re.M), text
+    assert re.search(r"2026-11-27 +\+27\.230% +kpi_5m\.total_gb +327 +288 +OVER THRESHOLD 5%: "
+                     r"kpi_5m\.record_count \+26\.560%, kpi_5m\.total_gb \+27\.230%$", text, re.M), text
+    assert "OVER THRESHOLD 5%: kpi_5m.record_count +26.560%, kpi_5m.total_gb +27.230%\n" in text
+    assert "      kpi_5m.subscribers: 9,040 -> 12,310, drift +3,270 (-40.000%), estimate\n" in text
+    assert "      kpi_5m.total_gb: 9,040 -> 12,310, drift +3,270 (+27.230%)  over\n" in text
+    assert re.search(r"2026-11-28 +n/a +kpi_5m\.record_count .* OVER THRESHOLD 5%: kpi_5m\.record_count n/a$",
+                     text, re.M), text
+    assert "worst kpi_5m.total_gb cell_site_id=cell-0006: +2.6195 (22% of its drift of the day), 53 windows changed, " \
+           "61 late records" in text
     assert "2026-11-25  no data or not reconciled (no summary row in reconcile_report)" in text
+    assert "no day was reconciled" in "\n".join(drift_lines({"threshold": None, "run_ids": [], "days": []}))
 
 
 def test_wrapper_script_help():
     r = subprocess.run([str(PYTHON_DIR / "tidemark-airflow"), "trigger", "--help"], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "TIDEMARK_PYTHON": sys.executable})
     assert r.returncode == 0
-    assert "--from DAY" in r.stdout and "--threshold X" in r.stdout and "TIDEMARK_AIRFLOW_PASSWORD" in r.stdout
+    assert "--from DAY" in r.stdout and "--pipeline FILE" in r.stdout and "TIDEMARK_AIRFLOW_PASSWORD" in r.stdout
+    assert "--threshold" not in r.stdout and "drift_threshold option of its event table" in r.stdout
     assert "--token-file FILE" in r.stdout and "TIDEMARK_AIRFLOW_TOKEN" in r.stdout
 
 

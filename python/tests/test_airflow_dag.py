@@ -1,9 +1,10 @@
 """The reconcile DAG on a real Airflow, without Spark: it imports, its shape, the params schema, dag.test
-refusing an open day and a short vacuum retention, and spark-submit (a stand-in script) refusing the
+refusing an open day, a short vacuum retention and the removed drift_threshold, the pipeline passed to
+every job, and spark-submit (a stand-in script) refusing the
 request with exit status 2, for reconcile and for maintain.
 
 Planning and the drift check are tested on the package itself: test_reconcile_plan.py, test_drift.py.
-Run: .venv/bin/python -m pytest python/tests/test_airflow_dag.py   (~45 s; four dag.test runs that fail fast)
+Run: .venv/bin/python -m pytest python/tests/test_airflow_dag.py   (~55 s; five dag.test runs that fail fast)
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ def test_dag_folder_imports_without_errors():
     # (the connection, the main class and the conf are checked on the real spark-submit command line below)
     assert dag.get_task("check_drift").trigger_rule == "none_failed_min_one_success"
     assert maintain.trigger_rule == "none_failed_min_one_success"
-    assert set(dag.params) == {"from_date", "to_date", "recent_days", "include_dirty", "drift_threshold", "lakehouse",
+    assert set(dag.params) == {"from_date", "to_date", "recent_days", "include_dirty", "pipeline", "lakehouse",
                                "maintain", "vacuum", "vacuum_retention_hours", "report"}
     assert dag.params["recent_days"] == 3 and dag.params["include_dirty"] is True
-    assert dag.params["drift_threshold"] == 0.05
+    assert dag.params["pipeline"] is None  # the jobs' pipeline setting; the drift threshold is the pipeline's
     assert dag.params["maintain"] is True and dag.params["vacuum"] is True
     assert dag.params["vacuum_retention_hours"] == 168 and dag.params["report"] is True
 
@@ -107,7 +108,7 @@ def test_params_schema_rejects_malformed_dates():
     dag = dagmod.tidemark_reconcile()  # a fresh DAG object from the decorated function
     bad = [("from_date", "2026-1-05", "is not a .date."), ("to_date", "2026-02-30", "is not a 'date'"),
            ("to_date", 20261128, "is not of type"), ("recent_days", 0, "less than the minimum"),
-           ("drift_threshold", -1, "less than the minimum"), ("include_dirty", "no", "is not of type 'boolean'"),
+           ("pipeline", 3, "is not of type"), ("include_dirty", "no", "is not of type 'boolean'"),
            ("maintain", "no", "is not of type 'boolean'"), ("vacuum", 0, "is not of type 'boolean'"),
            ("vacuum_retention_hours", 1.5, "is not of type 'integer'"),
            ("vacuum_retention_hours", 0, "less than the minimum")]
@@ -115,7 +116,7 @@ def test_params_schema_rejects_malformed_dates():
         with pytest.raises(ParamValidationError, match=why):
             dag.params.get_param(name).resolve(value)
     # a retention below 168 passes the schema: validate_params refuses it with the reason (test below)
-    for name, value in (("from_date", "2026-11-27"), ("to_date", None), ("drift_threshold", 0), ("recent_days", 7),
+    for name, value in (("from_date", "2026-11-27"), ("to_date", None), ("pipeline", "/p.sql"), ("recent_days", 7),
                         ("maintain", False), ("vacuum_retention_hours", 24)):
         assert dag.params.get_param(name).resolve(value) == value
 
@@ -247,6 +248,21 @@ def test_dag_test_refuses_a_vacuum_retention_below_168(tmp_path):
     assert "spark-submit" not in result.output.replace("spark-submit-jar", "")
 
 
+def test_dag_test_refuses_the_removed_drift_threshold(tmp_path):
+    """A run conf that still passes drift_threshold (the threshold is the pipeline's now) is refused with the reason."""
+    write_stream_progress(tmp_path / "lake", [(4, "2026-11-29T01:00:00", "2026-11-28")])
+    jar = tmp_path / "jobs.jar"
+    jar.write_bytes(b"not used: the run stops before spark-submit")
+    result = testing.dag_test(dag_env(tmp_path, jar), {"drift_threshold": 0.2, "lakehouse": str(tmp_path / "lake")},
+                              timeout=600)
+    assert result.state == "failed", result.output[-4000:]
+    assert result.tasks["validate_params"] == "failed"
+    assert result.tasks["reconcile_selection"] == "upstream_failed"
+    assert ("refused: drift_threshold is no longer a DAG parameter: the threshold is the pipeline's (the "
+            "drift_threshold option of its event table, default 0.01); set it in the pipeline file") in result.output
+    assert "spark-submit" not in result.output.replace("spark-submit-jar", "")
+
+
 def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
     """spark-submit of the planned command; the job's refusal (exit 2) fails the task on its first try."""
     write_stream_progress(tmp_path / "lake", [(4, "2026-11-29T01:00:00", "2026-11-28")])
@@ -275,8 +291,8 @@ def test_dag_test_exit_status_2_fails_without_retries(tmp_path):
 
 
 def fake_jobs_spark_submit(bindir: Path, log: Path) -> Path:
-    """A spark-submit stand-in for the jobs: ReconcileJob writes a summary row 10 % off for its run id
-    (check_drift fails on it), HealthReport writes its page, Maintenance refuses like the real job (exit 2)."""
+    """A spark-submit stand-in for the jobs: ReconcileJob writes summary rows 10 % off for its run id, over the
+    threshold 0.05 (check_drift fails on them), HealthReport writes its page, Maintenance refuses like the real job (exit 2)."""
     bindir.mkdir(parents=True, exist_ok=True)
     script = bindir / "spark-submit"
     script.write_text(f"""#!{sys.executable}
@@ -288,8 +304,9 @@ with open({str(log)!r}, "a") as f:
     f.write(json.dumps(argv) + "\\n")
 lake = Path(next(a for a in argv if a.startswith("lakehouse=")).split("=", 1)[1])
 if argv[argv.index("--class") + 1] == "io.tidemark.reconcile.ReconcileJob":
-    from test_drift import summary_row, write_report
-    write_report(lake, [summary_row(argv[argv.index("--run-id") + 1], "2026-11-28", 90, 100, 9.0, 10.0, 10, 5)])
+    from test_drift import measures_of, summary_rows, write_report
+    write_report(lake, summary_rows(argv[argv.index("--run-id") + 1], "2026-11-28", measures_of((90, 100), (9.0, 10.0)),
+                                    10, 5))
     sys.exit(0)
 if argv[argv.index("--class") + 1] == "io.tidemark.operations.HealthReport":
     Path(argv[argv.index("--out") + 1]).parent.mkdir(parents=True, exist_ok=True)
@@ -304,24 +321,31 @@ sys.exit(2)
 
 def test_dag_test_maintain_runs_beside_a_failed_drift_check_and_exit_2_fails_it_without_retries(tmp_path):
     """check_drift fails (10 % drift), maintain runs all the same: its command line, and its exit 2 fails it
-    on the first try."""
+    on the first try. The param pipeline goes to every job as the setting pipeline=FILE."""
     lake = tmp_path / "lake"
     write_stream_progress(lake, [(4, "2026-11-29T01:00:00", "2026-11-28")])
     argv_log = tmp_path / "argv.jsonl"
     fake_jobs_spark_submit(tmp_path / "bin", argv_log)
     env = dag_env(tmp_path, fake_jar(tmp_path / "jobs.jar"))
     env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}"
+    pipeline = tmp_path / "network-5pct.sql"  # never read by the stand-in
     result = testing.dag_test(env, {"from_date": "2026-11-28", "to_date": "2026-11-28", "include_dirty": False,
-                                    "vacuum_retention_hours": 200, "lakehouse": str(lake)}, timeout=600)
+                                    "vacuum_retention_hours": 200, "pipeline": str(pipeline), "lakehouse": str(lake)},
+                              timeout=600)
     assert result.state == "failed", result.output[-4000:]
     assert result.tasks == {"validate_params": "success", "reconcile_selection": "success",
                             "reconcile_dirty": "skipped", "check_drift": "failed", "maintain": "failed",
                             "report": "success"}
-    assert "drift over 5.000% on 1 day(s): 2026-11-28" in result.output
+    assert "drift over 5% on 1 day(s): 2026-11-28 kpi_5m.record_count +10.000% (worst: none), " \
+           "kpi_5m.total_gb +10.000% (worst: none)" in result.output
+    summary = result.xcom["check_drift.drift_summary"]
+    assert summary["threshold"] == 0.05 and summary["over_threshold"] == ["2026-11-28"]
+    assert summary["days"][0]["measures_over"] == ["kpi_5m.record_count", "kpi_5m.total_gb"]
     assert "the maintain job refused the request (exit 2): tidemark maintain: a vacuum retention of 1 hours is " \
            "below Delta's safety minimum (stand-in)" in result.output
     plan = result.xcom["validate_params.return_value"]
     assert plan["maintain_args"] == ["maintain.vacuum-retention=200 hours"] and plan["vacuum_retention_hours"] == 200
+    assert plan["pipeline"] == str(pipeline)
     calls = [json.loads(line) for line in argv_log.read_text().splitlines()]
     classes = [argv[argv.index("--class") + 1] for argv in calls]
     assert classes[0] == "io.tidemark.reconcile.ReconcileJob", calls  # no retry of maintain; the report beside it
@@ -339,5 +363,7 @@ def test_dag_test_maintain_runs_beside_a_failed_drift_check_and_exit_2_fails_it_
     assert argv[argv.index("--name") + 1] == "tidemark-maintain"
     assert f"spark.driver.extraJavaOptions={opts}" in argv and f"spark.executor.extraJavaOptions={opts}" in argv
     app = argv.index(str(tmp_path / "jobs.jar"))
-    assert argv[app + 1:] == ["maintain.vacuum-retention=200 hours", f"lakehouse={lake}"]
+    assert argv[app + 1:] == ["maintain.vacuum-retention=200 hours", f"pipeline={pipeline}", f"lakehouse={lake}"]
+    for job in calls:  # the reconcile and the report too
+        assert job[-2:] == [f"pipeline={pipeline}", f"lakehouse={lake}"], job
     assert "--force" not in argv

@@ -36,6 +36,17 @@ testing.isolate_airflow_in_process()
 THRESHOLD_OK = 0.2  # the test data drifts ~2 % per closed day (5 % of phase 2 late, see build_lakehouse)
 
 
+def pipeline_file(path: Path, threshold: float | str) -> Path:
+    """pipelines/network.sql with drift_threshold set in its event table's OPTIONS: the one drift rule's
+    threshold is the pipeline's (the DAG param pipeline, the client's --pipeline)."""
+    text = (testing.REPO / "pipelines" / "network.sql").read_text()
+    anchor = "  lateness '10 minutes'\n);"
+    assert anchor in text, "pipelines/network.sql changed: update pipeline_file"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace(anchor, f"  lateness '10 minutes',\n  drift_threshold '{threshold}'\n);"))
+    return path
+
+
 # ------------------------------------------------------------------------------------------------
 # Fixtures
 # ------------------------------------------------------------------------------------------------
@@ -57,6 +68,8 @@ class World:
         self.closed = [d for d in self.raw if progress.is_closed(dt.date.fromisoformat(d))]  # the stream's decision
         self.open = [d for d in self.raw if d not in self.closed]
         self.today = max(self.raw)  # the day of the newest events: open by any rule
+        self.pipeline_ok = pipeline_file(root / "pipelines" / "network-ok.sql", THRESHOLD_OK)
+        self.pipeline_tiny = pipeline_file(root / "pipelines" / "network-tiny.sql", "0.000001")  # any drift is over
 
     def copy(self) -> Path:
         self._copies += 1
@@ -154,8 +167,12 @@ def files_per_day(lakehouse: Path, table: str) -> dict[str, int]:
 
 
 def summary_rows(lakehouse: Path) -> list[dict]:
-    return testing.query(lakehouse, "SELECT run_id, CAST(event_date AS VARCHAR) AS day, stream_count, batch_count, "
-                                    "late_records FROM rr WHERE row_kind = 'summary' ORDER BY day", rr="reconcile_report")
+    """The record_count summary rows of reconcile_report (long form: one summary row per day and measure)."""
+    return testing.query(lakehouse, "SELECT run_id, CAST(event_date AS VARCHAR) AS day, "
+                                    "CAST(stream_value AS BIGINT) AS stream_count, CAST(batch_value AS BIGINT) AS batch_count, "
+                                    "late_records, drift_threshold, over_threshold FROM rr "
+                                    "WHERE row_kind = 'summary' AND kpi = 'kpi_5m' AND measure = 'record_count' "
+                                    "ORDER BY day", rr="reconcile_report")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -170,7 +187,7 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     env = testing.airflow_base_env(home)
     env["TIDEMARK_JOBS_JAR"] = str(world.jar)
     testing.migrate_db(env)
-    result = testing.dag_test(env, {"recent_days": 3, "include_dirty": True, "drift_threshold": THRESHOLD_OK,
+    result = testing.dag_test(env, {"recent_days": 3, "include_dirty": True, "pipeline": str(world.pipeline_ok),
                                     "lakehouse": str(lakehouse)})
     print(f"dag.test: {result.state} {result.tasks} in {result.seconds:.0f} s")
     assert result.state == "success", result.output[-8000:]
@@ -184,7 +201,8 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     assert plan["last_closed_day"] == world.progress.last_closed_day.isoformat()
     recent = result.xcom["reconcile_selection.return_value"]
     assert recent["run_id"] == f"{result.run_id}.reconcile_selection.1"
-    assert recent["args"] == ["--recent", "3", "--run-id", recent["run_id"], f"lakehouse={lakehouse}"]
+    assert recent["args"] == ["--recent", "3", "--run-id", recent["run_id"], f"pipeline={world.pipeline_ok}",
+                              f"lakehouse={lakehouse}"]
     # reconcile_report: a summary row per reconciled day of this run, under the run id the DAG gave;
     # the job picks the recent days by the same recorded decision the DAG reads (stream_progress.last_closed_day),
     # and the backlog's closed days are all among the 3 most recent ones.
@@ -207,6 +225,7 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     for r in rows:
         assert r["batch_count"] == world.raw[r["day"]]["n"]
         assert r["late_records"] == r["batch_count"] - r["stream_count"] == world.raw[r["day"]]["late"]
+        assert r["drift_threshold"] == THRESHOLD_OK and r["over_threshold"] is False  # the pipeline file's rule
 
     summary = result.xcom["check_drift.drift_summary"]
     assert summary["ok"] and summary["over_threshold"] == [] and summary["threshold"] == THRESHOLD_OK
@@ -214,6 +233,8 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
     assert sorted(d["day"] for d in summary["days"]) == sorted(reconciled)
     for d in summary["days"]:
         assert d["drift"] <= THRESHOLD_OK and (d["drift"] > 0) == (world.raw[d["day"]]["late"] > 0), d
+        assert {m["measure"] for m in d["measures"]} == {"record_count", "total_gb", "subscribers"}, d
+        assert d["measures_over"] == [] and "worst" not in d
     # the dirty pass ran after the recent one and found nothing left (all late records are folded in now)
     dirty = result.xcom["reconcile_dirty.return_value"]
     assert dirty["args"][0] == "--dirty" and dirty["run_id"] == f"{result.run_id}.reconcile_dirty.1"
@@ -225,7 +246,7 @@ def test_dag_test_reconciles_the_closed_days_then_maintains(world, tmp_path):
 
     # maintain ran Maintenance for real, after the reconciles: each closed day of raw_events is one file now
     assert result.xcom["maintain.return_value"]["args"] == ["maintain.vacuum-retention=168 hours",
-                                                            f"lakehouse={lakehouse}"]
+                                                            f"pipeline={world.pipeline_ok}", f"lakehouse={lakehouse}"]
     assert re.search(r"maintain raw_events +compacted \d+ closed days? \(", result.output), result.output[-8000:]
     raw_files = files_per_day(lakehouse, "raw_events")
     print(f"raw_events files per day: before {raw_files_before}, after {raw_files}")
@@ -268,7 +289,8 @@ def test_dag_submits_reconcile_to_a_standalone_cluster(world, tmp_path):
         env["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": port})
         testing.migrate_db(env)
         result = testing.dag_test(env, {"from_date": day, "to_date": day, "include_dirty": False, "maintain": False,
-                                        "report": False, "drift_threshold": THRESHOLD_OK, "lakehouse": str(lakehouse)})
+                                        "report": False, "pipeline": str(world.pipeline_ok),
+                                        "lakehouse": str(lakehouse)})
         print(f"dag.test on the cluster: {result.state} {result.tasks} in {result.seconds:.0f} s")
         assert result.state == "success", result.output[-8000:]
         assert result.tasks["reconcile_selection"] == "success" and result.tasks["check_drift"] == "success", result.tasks
@@ -353,7 +375,7 @@ def test_deltalake_and_spark_read_the_same_numbers(world, tmp_path):
 def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
     lakehouse = world.copy()
     day = world.best_closed_day()
-    r = run_cli(airflow, "trigger", "--from", day, "--to", day, "--threshold", str(THRESHOLD_OK), "--no-maintain",
+    r = run_cli(airflow, "trigger", "--from", day, "--to", day, "--pipeline", str(world.pipeline_ok), "--no-maintain",
                 "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
@@ -365,7 +387,10 @@ def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
     assert re.search(r"run success \| validate_params success, reconcile_selection success, "
                      r"reconcile_dirty skipped, check_drift success, maintain skipped", out), out
     line = next(ln for ln in out.splitlines() if ln.strip().startswith(day))
-    assert line.rstrip().endswith("ok") and f"{world.raw[day]['n']:,}" in line
+    assert line.rstrip().endswith("ok") and f" {world.raw[day]['late']:,} " in line, line
+    assert f"threshold {THRESHOLD_OK * 100:g}%, the pipeline's drift_threshold" in out
+    n, late = world.raw[day]["n"], world.raw[day]["late"]
+    assert f"kpi_5m.record_count: {n - late:,} -> {n:,}, drift +{late:,} (" in out
     assert f"result: run {run_id} succeeded" in out
     assert kpi_sources(lakehouse)[day] == {"batch"}
 
@@ -378,13 +403,16 @@ def test_client_run_over_the_drift_threshold_exits_1(airflow, world):
     day = world.best_closed_day()
     # --no-maintain: a real maintain runs in test_dag_test_reconciles_the_closed_days_then_maintains; that
     # it runs beside a failed check_drift is test_airflow_dag's (a stand-in spark-submit, much faster)
-    r = run_cli(airflow, "trigger", "--from", day, "--threshold", "0", "--no-maintain", "--lakehouse", str(lakehouse),
-                "--wait", "--interval", "2")
+    # the pipeline file's drift_threshold is 1e-6 (it must be > 0): any drift of an exact measure is over (an
+    # estimate never is)
+    r = run_cli(airflow, "trigger", "--from", day, "--pipeline", str(world.pipeline_tiny), "--no-maintain",
+                "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
-    assert re.search(rf"{day} +\+\d+\.\d+% .*OVER THRESHOLD", out), out
-    assert "worst cell cell-" in out
-    assert re.search(rf"check_drift failed: .*drift over 0\.000% on 1 day\(s\): {day}", out), out
+    assert re.search(rf"{day} +\+\d+\.\d+% .*OVER THRESHOLD 0\.0001%: .*kpi_5m\.record_count \+\d", out), out
+    assert re.search(r"worst kpi_5m\.record_count cell_site_id=cell-\d+: \+", out), out
+    assert "kpi_5m.subscribers" not in out.split("OVER THRESHOLD")[1].splitlines()[0]
+    assert re.search(rf"check_drift failed: .*drift over 0\.0001% on 1 day\(s\): {day}", out), out
     assert kpi_sources(lakehouse)[day] == {"batch"}  # reconciled all the same: the failure is the alarm
     assert airflow.password not in out
 

@@ -86,11 +86,10 @@ def spark_script(out: Path, dv_kpi: Path) -> str:
                       f"FROM kpi_5m WHERE {closed} GROUP BY event_date",
         "late_by_day": f"SELECT {day}, late_records, CAST(late_gb AS STRING) AS late_gb, max_late_by_ms, avg_late_by_ms "
                        f"FROM late_by_day WHERE {closed}",
-        "drift_by_day": f"SELECT {day}, run_id, unix_micros(run_started_at) AS run_started_at, windows_changed, "
-                        "stream_count, batch_count, count_drift, CAST(stream_gb AS STRING) AS stream_gb, "
-                        "CAST(batch_gb AS STRING) AS batch_gb, CAST(gb_drift AS STRING) AS gb_drift, gb_drift_rel, "
-                        "stream_subscribers, batch_subscribers, subscribers_drift, subscribers_drift_rel, late_records "
-                        "FROM drift_by_day",
+        "drift_by_day": f"SELECT {day}, kpi, measure, run_id, unix_micros(run_started_at) AS run_started_at, "
+                        "CAST(stream_value AS STRING) AS stream_value, CAST(batch_value AS STRING) AS batch_value, "
+                        "CAST(drift AS STRING) AS drift, drift_rel, estimate, drift_threshold, over_threshold, windows_changed, "
+                        "late_records FROM drift_by_day",
         "exact_subscribers": f"SELECT {day}, count(*) AS records, count(DISTINCT subscriber_id) AS subscribers "
                              f"FROM raw_events WHERE {closed} GROUP BY event_date",
         # the reconciled days' subscriber ids, to build a sketch in Python from the same ids
@@ -257,15 +256,15 @@ def union_estimates(frame, key: tuple[str, ...], union_sketches) -> dict[tuple, 
 
 def all_differences(ns: dict, spark: dict[str, list[dict]], by_day: str = "kpi_by_day") -> list[str]:
     union = ns["union_sketches"]
-    day, cell = ("event_date",), ("event_date", "cell_site_id")
+    day, cell, measure = ("event_date",), ("event_date", "cell_site_id"), ("event_date", "kpi", "measure")
     return [
         *differences("kpi_daily", spark["kpi_daily"], python_rows(ns["kpi_daily"], cell), cell, ("total_gb",),
                      union_estimates(ns["kpi_daily"], cell, union)),
         *differences("kpi_by_day", spark[by_day], python_rows(ns["kpi_by_day"], day), day, ("gb",),
                      union_estimates(ns["kpi_by_day"], day, union)),
         *differences("late_by_day", spark["late_by_day"], python_rows(ns["late_by_day"], day), day, ("late_gb",)),
-        *differences("drift_by_day", spark["drift_by_day"], python_rows(ns["drift_by_day"], day), day,
-                     ("stream_gb", "batch_gb", "gb_drift")),
+        *differences("drift_by_day", spark["drift_by_day"], python_rows(ns["drift_by_day"], measure), measure,
+                     ("stream_value", "batch_value", "drift")),
         *differences("exact_subscribers", spark["exact_subscribers"], python_rows(ns["exact_subscribers"], day), day),
     ]
 
@@ -293,7 +292,9 @@ def test_recipe_gives_spark_figures_per_closed_day(world):
         if d != world.reconciled_day:  # the stream's KPIs leave the late records out
             assert not r["reconciled"] and r["records"] == exact[d]["records"] - world.late[d], (d, r, exact[d])
     assert {r["event_date"] for r in s["late_by_day"]} == {d for d in world.closed if world.late[d]}
-    assert [r["event_date"] for r in s["drift_by_day"]] == [world.reconciled_day]
+    # one row per measure of network's kpi_5m
+    assert sorted((r["event_date"], r["measure"]) for r in s["drift_by_day"]) == \
+        [(world.reconciled_day, m) for m in ("record_count", "subscribers", "total_gb")]
     assert {r["is_final"] for r in s["kpi_daily"]} == {True}
     assert {r["reconciled"] for r in s["kpi_daily"]} == {True, False}
 
@@ -403,7 +404,7 @@ def test_the_comparison_fails_on_other_figures(world):
     print(f"{len(diffs)} differences against the lakehouse before the reconcile, e.g.\n" + "\n".join(diffs[-6:]))
     assert f"kpi_by_day ('{day}',) reconciled: recipe False != Spark True" in text
     assert re.search(rf"kpi_by_day \('{day}',\) records: recipe \d+ != Spark \d+", text)
-    assert f"drift_by_day ('{day}',): only Spark has this row" in text
+    assert f"drift_by_day ('{day}', 'kpi_5m', 'record_count'): only Spark has this row" in text
     assert not any(d.startswith("exact_subscribers") or d.startswith("late_by_day") for d in diffs), diffs
     # and nothing else: every difference is about the reconciled day (kpi_daily of its cells, kpi_by_day, drift_by_day)
     assert [d for d in diffs if f"'{day}'" not in d] == [], diffs

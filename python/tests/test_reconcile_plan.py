@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # python/: tidemar
 
 from tidemark_airflow import lakehouse  # noqa: E402
 from tidemark_airflow.reconcile_plan import (  # noqa: E402
-    MIN_VACUUM_RETENTION_HOURS, ReconcileRequestError, StreamProgress, check_lakehouse_location, days_between,
-    plan_maintain, plan_reconcile)
+    MIN_VACUUM_RETENTION_HOURS, ReconcileRequestError, StreamProgress, check_lakehouse_location, check_pipeline,
+    days_between, plan_maintain, plan_reconcile)
 from tidemark_airflow.run_ids import RUN_ID, attempt_run_id, dag_run_prefix, parse_attempt  # noqa: E402
 
 UTC = dt.timezone.utc
@@ -40,17 +40,20 @@ def test_a_day_is_closed_iff_it_is_at_most_the_recorded_last_closed_day():
 
 
 def test_range_plan_and_arguments():
-    p = plan(from_date="2026-11-27", to_date="2026-11-28", recent_days=3, include_dirty=False, drift_threshold=0.1)
+    p = plan(from_date="2026-11-27", to_date="2026-11-28", recent_days=3, include_dirty=False,
+             pipeline="/srv/tidemark/network.sql")
     assert p["mode"] == "range"
     assert p["selection_args"] == ["--from", "2026-11-27", "--to", "2026-11-28"]
-    assert p["dirty_args"] is None and p["drift_threshold"] == 0.1
+    assert p["dirty_args"] is None and p["pipeline"] == "/srv/tidemark/network.sql"
+    assert "drift_threshold" not in p  # the pipeline's: the job writes it with its verdict
     assert p["last_closed_day"] == "2026-11-28" and p["progress_batch_id"] == 7
     assert days_between(p["from_date"], p["to_date"]) == ["2026-11-27", "2026-11-28"]
 
 
 def test_recent_plan_and_dirty():
-    p = plan(recent_days=5, include_dirty=True, drift_threshold=0)
+    p = plan(recent_days=5, include_dirty=True)
     assert p["mode"] == "recent" and p["selection_args"] == ["--recent", "5"] and p["dirty_args"] == ["--dirty"]
+    assert p["pipeline"] is None  # the jobs' own pipeline setting
     assert plan(from_date="", to_date=None)["mode"] == "recent"  # empty form fields mean "no range"
 
 
@@ -73,8 +76,8 @@ def test_recent_days_are_left_to_the_job_even_without_a_recorded_decision():
     ({"to_date": "2026-11-27"}, "to_date needs from_date too"),
     ({"recent_days": 0}, "recent_days 0 must be a whole number >= 1"),
     ({"recent_days": True}, "recent_days True must be a whole number >= 1"),
-    ({"drift_threshold": -0.1}, "drift_threshold -0.1 must be a number >= 0"),
-    ({"drift_threshold": float("nan")}, "drift_threshold nan must be a number >= 0"),
+    ({"pipeline": "pipelines/network.sql"}, "pipeline 'pipelines/network.sql' is relative: give an absolute path"),
+    ({"pipeline": 3}, "pipeline 3 must be a pipeline file or a shipped pipeline's name"),
     ({"include_dirty": "yes"}, "include_dirty 'yes' must be true or false"),
 ])
 def test_bad_requests_are_refused_with_a_clear_message(params, message):
@@ -82,6 +85,31 @@ def test_bad_requests_are_refused_with_a_clear_message(params, message):
         plan(**params)
     assert message in str(e.value)
     assert "\n" not in str(e.value)
+
+
+REMOVED_THRESHOLD = ("drift_threshold is no longer a DAG parameter: the threshold is the pipeline's (the "
+                     "drift_threshold option of its event table, default 0.01); set it in the pipeline file "
+                     "(the DAG param pipeline names it)")
+
+
+@pytest.mark.parametrize("value", [0.05, 0, None, "0.2", -1])
+def test_the_removed_drift_threshold_is_refused_naming_the_pipeline_option(value):
+    """One drift rule, the pipeline's: a run that still passes drift_threshold (any value) is refused, before
+    anything else is checked."""
+    for params in ({"drift_threshold": value}, {"drift_threshold": value, "from_date": "2026-11-29", "to_date": "x"}):
+        with pytest.raises(ReconcileRequestError) as e:
+            plan(**params)
+        assert str(e.value) == REMOVED_THRESHOLD
+
+
+def test_the_pipeline_is_a_shipped_name_or_an_absolute_file():
+    assert check_pipeline(None) is check_pipeline("") is check_pipeline("  ") is None
+    assert check_pipeline("network") == "network"
+    assert check_pipeline(" /srv/p.sql ") == "/srv/p.sql"
+    assert check_pipeline("s3://bucket/p.sql") == "s3://bucket/p.sql"
+    for relative in ("p.sql", "./p.sql", "pipelines/network"):
+        with pytest.raises(ReconcileRequestError, match="is relative"):
+            check_pipeline(relative)
 
 
 @pytest.mark.parametrize("progress, message", [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import math
 import os
 import re
 import sys
@@ -15,6 +14,7 @@ from typing import Any
 from tidemark_airflow import DAG_ID
 from tidemark_airflow.credentials import (ENV_PASSWORD, ENV_TOKEN, ENV_URL, ENV_USER, Credentials, UsageError,
                                          load_credentials)
+from tidemark_airflow.reconcile_plan import ReconcileRequestError, check_pipeline
 
 OK, FAILED, BAD_INPUT, AIRFLOW_TROUBLE, NOT_FINISHED = 0, 1, 2, 3, 4
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -28,9 +28,12 @@ url = ..., username = ..., password = ..., optionally under [airflow]), else the
 {ENV_USER}, {ENV_PASSWORD}. The URL: --url, else the file's, else {ENV_URL}
 (default http://127.0.0.1:8080). The password and the token are never printed.
 
-exit status: 0 the run succeeded; 1 the run failed (drift over the threshold, a refused day, a
-Spark failure); 2 bad input (dates, threshold, params Airflow refused, unknown run); 3 Airflow
-unreachable, credentials refused or API error; 4 (status, follow --max-wait) not finished yet.
+exit status: 0 the run succeeded; 1 the run failed (drift over the pipeline's threshold, a refused
+day or param, a Spark failure); 2 bad input (dates, options, params Airflow refused, unknown run); 3
+Airflow unreachable, credentials refused or API error; 4 (status, follow --max-wait) not finished yet.
+
+The drift threshold is the pipeline's (the drift_threshold option of its event table, default 0.01):
+reconcile writes its verdict with every day's summary; --pipeline FILE names the pipeline file.
 """
 
 
@@ -63,14 +66,17 @@ def _day(value: str) -> str:
     return value
 
 
-def _threshold(value: str) -> float:
+def _removed_threshold(value: str) -> float:
+    raise argparse.ArgumentTypeError(
+        "--threshold is no longer an option: the threshold is the pipeline's (the drift_threshold option of its "
+        "event table, default 0.01); set it in the pipeline file (--pipeline FILE)")
+
+
+def _pipeline(value: str) -> str:
     try:
-        x = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number (a relative drift, e.g. 0.05 or 5%)") from None
-    if not math.isfinite(x) or x < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be >= 0")
-    return x
+        return check_pipeline(value) or ""
+    except ReconcileRequestError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _positive_int(value: str) -> int:
@@ -121,8 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--from", dest="from_date", type=_day, metavar="DAY", help="first day, yyyy-mm-dd (UTC)")
     t.add_argument("--to", dest="to_date", type=_day, metavar="DAY", help="last day, included (default: --from)")
     t.add_argument("--recent", type=_positive_int, metavar="N", help="without a range: the N most recent closed days")
-    t.add_argument("--threshold", type=_threshold, metavar="X",
-                   help="fail the run when a day's relative drift exceeds X (0.05 or 5%%; DAG default 0.05)")
+    t.add_argument("--threshold", type=_removed_threshold, help=argparse.SUPPRESS)  # refused with the reason
+    t.add_argument("--pipeline", type=_pipeline, metavar="FILE",
+                   help="the pipeline file the jobs run (absolute path), whose drift_threshold judges the drift "
+                        "(default: the DAG's, the jobs' pipeline setting)")
     t.add_argument("--dirty", dest="include_dirty", action=argparse.BooleanOptionalAction, default=None,
                    help="also reconcile dirty closed days (default: no with a range, the DAG's default otherwise)")
     t.add_argument("--maintain", action=argparse.BooleanOptionalAction, default=None,
@@ -161,24 +169,42 @@ def _num(x: Any) -> str:
     return "?" if x is None else f"{x:,}"
 
 
+def _value(x: Any, signed: bool = True) -> str:
+    return "n/a" if x is None else f"{float(x):{'+' if signed else ''},.15g}"
+
+
+def _threshold_text(s: dict[str, Any]) -> str:
+    thresholds = s.get("thresholds") or ([s["threshold"]] if s.get("threshold") is not None else [])
+    return "/".join(f"{t * 100:g}%" for t in thresholds) or "?"
+
+
+def _measures_over(d: dict[str, Any]) -> str:
+    return ", ".join(f"{m['kpi']}.{m['measure']} {_pct(m.get('drift_rel'))}"
+                     for m in d.get("measures") or [] if m.get("over_threshold"))
+
+
 def drift_lines(summary: dict[str, Any]) -> list[str]:
-    lines = [f"drift per day (threshold {summary.get('threshold', 0) * 100:.3f}%; reconcile runs: "
+    lines = [f"drift per day (threshold {_threshold_text(summary)}, the pipeline's drift_threshold; reconcile runs: "
              f"{', '.join(summary.get('run_ids') or []) or 'none'}):"]
     days = summary.get("days") or []
     if not days:
         lines.append("  no day was reconciled")
     else:
-        lines.append(f"  {'day':<10}  {'drift':>9}  {'volume':>9}  {'records stream -> batch':>24}  {'late':>6}  "
-                     f"{'windows':>7}  verdict")
+        lines.append(f"  {'day':<10}  {'drift':>9}  {'largest in':<24}  {'late':>6}  {'windows':>7}  verdict")
     for d in days:
-        records = f"{_num(d.get('stream_count'))} -> {_num(d.get('batch_count'))}"
-        lines.append(f"  {d['day']:<10}  {_pct(d.get('drift')):>9}  {_pct(d.get('gb_drift_rel')):>9}  {records:>24}  "
-                     f"{_num(d.get('late_records')):>6}  {_num(d.get('windows_changed')):>7}  "
-                     f"{'OVER THRESHOLD' if d.get('over_threshold') else 'ok'}")
-        for c in d.get("worst_cells") or []:
-            share = "" if c.get("share_of_drift") is None else f" ({c['share_of_drift'] * 100:.0f}% of the day's drift)"
-            lines.append(f"      worst cell {c['cell_site_id']}: {c['gb_drift']:+.6f} GB{share}, {c['windows']} windows "
-                         f"changed, {_num(c.get('late_records'))} late records")
+        verdict = f"OVER THRESHOLD {_threshold_text(d)}: {_measures_over(d)}" if d.get("over_threshold") else "ok"
+        lines.append(f"  {d['day']:<10}  {_pct(d.get('drift')):>9}  {d.get('drift_measure') or '-':<24}  "
+                     f"{_num(d.get('late_records')):>6}  {_num(d.get('windows_changed')):>7}  {verdict}")
+        for m in d.get("measures") or []:
+            lines.append(f"      {m['kpi']}.{m['measure']}: {_value(m.get('stream_value'), False)} -> "
+                         f"{_value(m.get('batch_value'), False)}, drift {_value(m.get('drift'))} "
+                         f"({_pct(m.get('drift_rel'))}){', estimate' if m.get('estimate') else ''}"
+                         f"{'  over' if m.get('over_threshold') else ''}")
+        for w in d.get("worst") or []:
+            dims = ", ".join(f"{k}={v}" for k, v in (w.get("dimensions") or {}).items()) or "(no dimensions)"
+            share = "" if w.get("share_of_drift") is None else f" ({w['share_of_drift'] * 100:.0f}% of its drift of the day)"
+            lines.append(f"      worst {w['kpi']}.{w['measure']} {dims}: {_value(w.get('drift'))}{share}, {w['windows']} "
+                         f"windows changed, {_num(w.get('late_records'))} late records")
     for day in summary.get("no_summary_days") or []:
         lines.append(f"  {day:<10}  no data or not reconciled (no summary row in reconcile_report)")
     lines.extend(f"  note: {n}" for n in summary.get("notes") or [])
@@ -234,8 +260,8 @@ def trigger_conf(args) -> dict[str, Any]:
             conf["recent_days"] = args.recent
         if args.include_dirty is not None:
             conf["include_dirty"] = args.include_dirty
-    if args.threshold is not None:
-        conf["drift_threshold"] = args.threshold
+    if args.pipeline:
+        conf["pipeline"] = args.pipeline
     if args.maintain is not None:
         conf["maintain"] = args.maintain
     if args.lakehouse:

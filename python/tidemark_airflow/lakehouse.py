@@ -8,6 +8,8 @@ this module stays cheap to parse.
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from tidemark_airflow.reconcile_plan import ReconcileRequestError, StreamProgress
@@ -56,28 +58,55 @@ def read_stream_progress(lakehouse: str) -> StreamProgress | None:
     return StreamProgress(int(rows[0]["batch_id"]), day, recorded)
 
 
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a KPI table or measure name: it goes into SQL
+
+
 def read_summaries(lakehouse: str, run_id_prefix: str) -> list[dict[str, Any]]:
-    """The reconcile_report summary rows of every run id starting with ``<run_id_prefix>.``."""
+    """The reconcile_report summary rows of every run id starting with ``<run_id_prefix>.``: one per run,
+    day, KPI table and measure, with the verdict of the pipeline's drift rule (over_threshold).
+
+    Rows without a measure (written before reconcile_report was long) are left out; so is everything
+    when the table has no measure column yet (no reconcile since the long form).
+    """
     if not RUN_ID.match(run_id_prefix):  # it goes into SQL below
         raise ValueError(f"unexpected reconcile run id prefix {run_id_prefix!r}")
+    if "measure" not in {f.name for f in _table(lakehouse, "reconcile_report").schema().fields}:
+        return []
     return query(lakehouse, f"""
-        SELECT run_id, run_started_at, CAST(event_date AS VARCHAR) AS day, stream_count, batch_count,
-               CAST(stream_gb AS DOUBLE) AS stream_gb, CAST(batch_gb AS DOUBLE) AS batch_gb,
-               CAST(gb_drift AS DOUBLE) AS gb_drift, gb_drift_rel, stream_subscribers, batch_subscribers,
-               subscribers_drift_rel, late_records, windows_changed
-        FROM rr WHERE row_kind = 'summary' AND starts_with(run_id, '{run_id_prefix}.')
-        ORDER BY day, run_started_at, run_id""", rr="reconcile_report")
+        SELECT run_id, run_started_at, CAST(event_date AS VARCHAR) AS day, kpi, measure,
+               CAST(stream_value AS DOUBLE) AS stream_value, CAST(batch_value AS DOUBLE) AS batch_value,
+               CAST(drift AS DOUBLE) AS drift, drift_rel, estimate, drift_threshold, over_threshold,
+               late_records, windows_changed
+        FROM rr WHERE row_kind = 'summary' AND measure IS NOT NULL AND starts_with(run_id, '{run_id_prefix}.')
+        ORDER BY day, run_started_at, run_id, kpi, measure""", rr="reconcile_report")
 
 
-def read_worst_cells(lakehouse: str, run_id: str, day: str, top: int) -> list[dict[str, Any]]:
-    """The ``top`` cells of one run and day with the largest |volume drift|, summed over their windows."""
+def read_worst_dimensions(lakehouse: str, run_id: str, day: str, measures: Iterable[tuple[str, str]],
+                          top: int) -> list[dict[str, Any]]:
+    """For each (kpi, measure) of ``measures``: the ``top`` dimension values of one run and day with the
+    largest |drift|, summed over that measure's window rows (the windows whose value of it changed).
+
+    :return: rows kpi, measure, dimensions (the JSON object string), windows, drift, late_records,
+        in the order of ``measures``, the largest |drift| first
+    """
     if not RUN_ID.match(run_id):
         raise ValueError(f"unexpected reconcile run id {run_id!r}")
-    return query(lakehouse, f"""
-        SELECT * FROM (
-          SELECT cell_site_id, count(*) AS windows, sum(stream_count) AS stream_count,
-                 sum(batch_count) AS batch_count, CAST(sum(gb_drift) AS DOUBLE) AS gb_drift,
-                 CAST(sum(batch_gb) AS DOUBLE) AS batch_gb, sum(late_records) AS late_records
-          FROM rr WHERE row_kind = 'window' AND run_id = '{run_id}' AND event_date = DATE '{dt.date.fromisoformat(day)}'
-          GROUP BY cell_site_id) AS cells
-        ORDER BY abs(gb_drift) DESC, cell_site_id LIMIT {int(top)}""", rr="reconcile_report")
+    measures = list(dict.fromkeys(measures))
+    for kpi, measure in measures:
+        if not (_NAME.match(kpi or "") and _NAME.match(measure or "")):
+            raise ValueError(f"unexpected KPI table or measure name {kpi!r}.{measure!r}")
+    if not measures:
+        return []
+    which = " OR ".join(f"(kpi = '{k}' AND measure = '{m}')" for k, m in measures)
+    rows = query(lakehouse, f"""
+        SELECT kpi, measure, dimensions, windows, CAST(drift AS DOUBLE) AS drift, late_records FROM (
+          SELECT *, row_number() OVER (PARTITION BY kpi, measure ORDER BY abs(drift) DESC, dimensions) AS rank FROM (
+            SELECT kpi, measure, dimensions, count(*) AS windows, sum(drift) AS drift,
+                   coalesce(sum(late_records), 0) AS late_records
+            FROM rr WHERE row_kind = 'window' AND run_id = '{run_id}'
+              AND event_date = DATE '{dt.date.fromisoformat(day)}' AND ({which})
+            GROUP BY kpi, measure, dimensions) AS per_dimensions) AS ranked
+        WHERE rank <= {int(top)}
+        ORDER BY kpi, measure, rank""", rr="reconcile_report")
+    order = {km: i for i, km in enumerate(measures)}
+    return sorted(rows, key=lambda r: order[(r["kpi"], r["measure"])])  # stable: the rank order within a measure

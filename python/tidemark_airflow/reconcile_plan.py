@@ -16,7 +16,12 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 DEFAULT_RECENT_DAYS = 3
-DEFAULT_DRIFT_THRESHOLD = 0.05
+# The drift threshold is the pipeline's (the drift_threshold option of its event table), not a DAG param.
+REMOVED_PARAMS = {
+    "drift_threshold": "drift_threshold is no longer a DAG parameter: the threshold is the pipeline's (the "
+                       "drift_threshold option of its event table, default 0.01); set it in the pipeline file "
+                       "(the DAG param pipeline names it)",
+}
 # Delta's safety minimum for vacuum, which Maintenance enforces too: the DAG never passes --force.
 MIN_VACUUM_RETENTION_HOURS = 168
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -73,6 +78,22 @@ def _number(name: str, value: Any, *, integer: bool, minimum: float) -> float:
     return value
 
 
+def check_pipeline(pipeline: Any) -> str | None:
+    """The pipeline param: None (empty: the job's default, its pipeline setting), a shipped pipeline's
+    name (``network``) or an absolute path or URI of a pipeline file (``.sql``)."""
+    if pipeline is None or (isinstance(pipeline, str) and not pipeline.strip()):
+        return None
+    if not isinstance(pipeline, str):
+        raise ReconcileRequestError(f"pipeline {pipeline!r} must be a pipeline file or a shipped pipeline's name")
+    pipeline = pipeline.strip()
+    is_file = "/" in pipeline or pipeline.endswith(".sql")
+    if is_file and "://" not in pipeline and not pipeline.startswith("/"):
+        raise ReconcileRequestError(
+            f"pipeline {pipeline!r} is relative: give an absolute path or a URI (Spark and this check may run "
+            "in different directories)")
+    return pipeline
+
+
 def _not_closed_why(progress: StreamProgress | None) -> str:
     if progress is None:
         return "the stream has not recorded any micro-batch yet (stream_progress is empty), so no day is closed"
@@ -88,16 +109,18 @@ def _not_closed_why(progress: StreamProgress | None) -> str:
 def plan_reconcile(params: Mapping[str, Any], progress: StreamProgress | None) -> dict[str, Any]:
     """Checks a request against the stream's closed days and turns it into spark-submit arguments.
 
-    :param params: the DAG run's params (from_date, to_date, recent_days, include_dirty, drift_threshold)
+    :param params: the DAG run's params (from_date, to_date, recent_days, include_dirty, pipeline)
     :param progress: the stream's latest progress row, None when the stream has recorded nothing
     :raises ReconcileRequestError: the request must not run (the message says why, in one line)
     """
+    for name, why in REMOVED_PARAMS.items():
+        if name in params:
+            raise ReconcileRequestError(why)
     raw_from, raw_to = params.get("from_date"), params.get("to_date")
     raw_from = None if raw_from in (None, "") else raw_from
     raw_to = None if raw_to in (None, "") else raw_to
     recent = int(_number("recent_days", params.get("recent_days", DEFAULT_RECENT_DAYS), integer=True, minimum=1))
-    threshold = float(_number("drift_threshold", params.get("drift_threshold", DEFAULT_DRIFT_THRESHOLD),
-                              integer=False, minimum=0))
+    pipeline = check_pipeline(params.get("pipeline"))
     include_dirty = params.get("include_dirty", True)
     if not isinstance(include_dirty, bool):
         raise ReconcileRequestError(f"include_dirty {include_dirty!r} must be true or false")
@@ -105,7 +128,7 @@ def plan_reconcile(params: Mapping[str, Any], progress: StreamProgress | None) -
     last = progress.last_closed_day if progress else None
     plan: dict[str, Any] = {
         "include_dirty": include_dirty,
-        "drift_threshold": threshold,
+        "pipeline": pipeline,
         "last_closed_day": last.isoformat() if last else None,
         "progress_batch_id": progress.batch_id if progress else None,
         "dirty_args": ["--dirty"] if include_dirty else None,

@@ -84,11 +84,19 @@ def job_message(error: BaseException, command: str = "reconcile") -> str | None:
     return lines[-1] if lines else None
 
 
+def job_settings(plan: Mapping[str, Any]) -> list[str]:
+    """The settings every batch job gets, last on its command line: ``pipeline=FILE`` when the plan names a
+    pipeline (the DAG param pipeline; else the job's own setting), then ``lakehouse=...``."""
+    pipeline = plan.get("pipeline")
+    return [*([f"pipeline={pipeline}"] if pipeline else []), f"lakehouse={plan['lakehouse']}"]
+
+
 class BatchJobSubmitOperator(SparkSubmitOperator):
     """spark-submit of one batch job of the jobs jar, with arguments from the plan that ``plan_task`` returned.
 
-    The jar, the lakehouse (``lakehouse=...``, last) and the arguments come from the plan (XCom); the
-    JVM options from the jar; extra ``--conf`` from the Variable ``spark_conf_variable``. Exit status 2
+    The jar, the arguments, the pipeline and the lakehouse (``pipeline=...``, ``lakehouse=...``, last) come
+    from the plan (XCom); the JVM options from the jar; extra ``--conf`` from the Variable
+    ``spark_conf_variable``. Exit status 2
     (the job refused the request) fails without retries. Subclasses say what to run (``job_args``).
     """
 
@@ -108,7 +116,7 @@ class BatchJobSubmitOperator(SparkSubmitOperator):
         plan = context["ti"].xcom_pull(task_ids=self.plan_task)
         args = self.job_args(plan or {}, context)
         self.application = plan["jar"]
-        self.application_args = [*args, f"lakehouse={plan['lakehouse']}"]
+        self.application_args = [*args, *job_settings(plan)]
         self.conf = spark_conf(jvm_options(plan["jar"]), {**(self.conf or {}), **self._extra_conf()})
         self.env_vars = {**spark_env(), **(self.env_vars or {})}
         try:

@@ -198,12 +198,12 @@ public final class ReconcileBenchmark {
                 .run(DaySelection.day(TARGET), false);
         long ms = (System.nanoTime() - t0) / 1_000_000;
         DayOutcome o = result.days().get(0);
-        if (o.status() != DayOutcome.Status.RECONCILED || o.batchRecords() != events) {
+        if (o.status() != DayOutcome.Status.RECONCILED || o.measure("record_count").batch().longValueExact() != events) {
             throw new IllegalStateException("reconcile of " + TARGET + " in " + lakehouse + " did not reconcile all " + events
                     + " events: " + o + "\n" + buf.toString(StandardCharsets.UTF_8));
         }
         return new Run(what, round, ms, events, load, String.format("%,d windows, %,d changed, %,d late folded in, drift %s GB",
-                o.windows(), o.windowsChanged(), o.lateRecords(), o.gbDrift().toPlainString()));
+                o.windows(), o.windowsChanged(), o.lateRecords(), o.measure("total_gb").drift().stripTrailingZeros().toPlainString()));
     }
 
     /** The plain job: the day's files, one group-by, a plain overwrite of a Delta table. */

@@ -16,13 +16,22 @@ import org.apache.spark.sql.SparkSession;
 public interface FigureSource extends AutoCloseable {
 
     /**
-     * One gauge.
+     * One gauge, with labels or without.
      *
-     * @param name  its Prometheus name
-     * @param help  its help text
-     * @param value its current value; NaN while not known, when the endpoint leaves the sample out
+     * @param name       its Prometheus name
+     * @param help       its help text
+     * @param labelNames its labels' names (empty for a gauge of one sample)
+     * @param samples    its current samples, by label values in {@code labelNames} order; a NaN or a missing sample is left out
      */
-    record Figure(String name, String help, DoubleSupplier value) {
+    record Figure(String name, String help, List<String> labelNames, java.util.function.Supplier<java.util.Map<List<String>, Double>> samples) {
+        public Figure {
+            labelNames = List.copyOf(labelNames);
+        }
+
+        /** A gauge of one sample; NaN while not known, when the endpoint leaves the sample out. */
+        public static Figure of(String name, String help, DoubleSupplier value) {
+            return new Figure(name, help, List.of(), () -> java.util.Map.of(List.of(), value.getAsDouble()));
+        }
     }
 
     /** The gauges this source keeps; their values are NaN until {@link #watch} has read something. */

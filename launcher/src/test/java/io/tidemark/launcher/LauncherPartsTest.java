@@ -193,10 +193,9 @@ class LauncherPartsTest {
     void demoStoryTellsWhatReconcileFoldedInFromTheRun() {
         LocalDate d1 = LocalDate.parse("2026-05-01");
         LocalDate d2 = LocalDate.parse("2026-05-02");
-        DayOutcome sliver = new DayOutcome(d1, DayOutcome.Status.RECONCILED, 394, 24, 1237, 1262, new java.math.BigDecimal("40.534"),
-                new java.math.BigDecimal("41.300"), new java.math.BigDecimal("0.766"), 0.766 / 41.3, 25, 1, 100, null);
-        DayOutcome full = new DayOutcome(d2, DayOutcome.Status.RECONCILED, 46266, 1583, 159246, 160846, new java.math.BigDecimal("5659.535"),
-                new java.math.BigDecimal("5717.000"), new java.math.BigDecimal("57.465"), 57.465 / 5717.0, 1600, 1, 100, null);
+        DayOutcome sliver = new DayOutcome(d1, DayOutcome.Status.RECONCILED, 394, 24, measures(1237, 1262, "40.534", "41.300"), 25, 1, 100, null);
+        DayOutcome full = new DayOutcome(d2, DayOutcome.Status.RECONCILED, 46266, 1583, measures(159246, 160846, "5659.535", "5717.000"), 1600, 1,
+                100, null);
         ReconcileResult run = new ReconcileResult("r", Instant.EPOCH, java.util.Optional.empty(), DaySelection.range(d1, d2), false,
                 List.of(sliver, full));
         Map<LocalDate, DemoCommand.LateOfDay> late = Map.of(d1, new DemoCommand.LateOfDay(25, 25), d2, new DemoCommand.LateOfDay(1600, 1600),
@@ -207,12 +206,13 @@ class LauncherPartsTest {
         assertThat(story.get(0)).isEqualTo("What happened: 25 records of 2026-05-01 and 1,600 of 2026-05-02 arrived after the day had closed, "
                 + "sent by devices that had been offline for hours.");
         assertThat(story.get(1)).contains("late_events", "raw_events", "folded them in");
-        assertThat(story.get(2)).contains("2026-05-01 changed in 24 of 394 windows (25 late records folded in), volume drift +1.85%");
-        assertThat(story.get(3)).contains("2026-05-02 changed in 1,583 of 46,266 windows (1,600 late records folded in), volume drift +1.01%",
-                "stream 5659.535 GB, truth 5717.000 GB");
+        // the largest relative drift of the measures kept exactly: the records' (+1.98 %) over the volume's (+1.85 %); never the estimate's
+        assertThat(story.get(2)).contains("2026-05-01 changed in 24 of 394 windows (25 late records folded in), the largest drift: "
+                + "record_count +1.98% (stream 1,237, truth 1,262)");
+        assertThat(story.get(3)).contains("2026-05-02 changed in 1,583 of 46,266 windows (1,600 late records folded in), the largest drift: "
+                + "total_gb +1.01% (stream 5,659.535, truth 5,717)");
 
-        DayOutcome exact = new DayOutcome(d2, DayOutcome.Status.RECONCILED, 46266, 0, 159246, 159246, java.math.BigDecimal.ONE,
-                java.math.BigDecimal.ONE, java.math.BigDecimal.ZERO, 0.0, 0, 1, 100, null);
+        DayOutcome exact = new DayOutcome(d2, DayOutcome.Status.RECONCILED, 46266, 0, measures(159246, 159246, "1", "1"), 0, 1, 100, null);
         ReconcileResult quiet = new ReconcileResult("r", Instant.EPOCH, java.util.Optional.empty(), DaySelection.range(d2, d2), false,
                 List.of(exact));
         assertThat(DemoCommand.story(quiet, Map.of(), 0)).containsExactly(
@@ -250,5 +250,17 @@ class LauncherPartsTest {
                 + "0: 2026-11-28 11:00:00Z (leading); 1: 2026-11-28 10:10:00Z, 50 min behind (more than the lateness); "
                 + "2: 2026-11-28 10:55:00Z, 5 min behind");
         assertThat(StatusCommand.partitionsLine(Map.of(), Duration.ofMinutes(10))).isEmpty();
+    }
+
+    /** network's day: record_count and total_gb of the stream and of the truth, subscribers unchanged (an estimate). */
+    private static List<DayOutcome.MeasureDrift> measures(long streamRecords, long batchRecords, String streamGb, String batchGb) {
+        java.math.BigDecimal sr = java.math.BigDecimal.valueOf(streamRecords);
+        java.math.BigDecimal br = java.math.BigDecimal.valueOf(batchRecords);
+        java.math.BigDecimal sg = new java.math.BigDecimal(streamGb);
+        java.math.BigDecimal bg = new java.math.BigDecimal(batchGb);
+        return List.of(new DayOutcome.MeasureDrift("kpi_5m", "record_count", sr, br, io.tidemark.lakehouse.pipeline.DriftRule.relative(sr, br), false,
+                        false, 0),
+                new DayOutcome.MeasureDrift("kpi_5m", "total_gb", sg, bg, io.tidemark.lakehouse.pipeline.DriftRule.relative(sg, bg), false, false, 0),
+                new DayOutcome.MeasureDrift("kpi_5m", "subscribers", java.math.BigDecimal.TEN, java.math.BigDecimal.TEN, 0.0, true, false, 0));
     }
 }

@@ -29,8 +29,11 @@ import io.tidemark.lakehouse.RequestRefusedException;
 public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFigures.DayDrift> drift, List<HealthFigures.LateDay> late,
                             Map<String, Long> invalid, List<HealthFigures.Bucket> timeline, long bucketSeconds, List<HealthFigures.DayState> days) {
 
-    /** A day's drift: {@code before} from its first reconcile (null when never reconciled), {@code now} from the tables. */
-    public record DayDrift(LocalDate day, Double beforeGbRel, Double beforeSubscribersRel, long reconcileRuns, long lateFolded,
+    /**
+     * A day's drift: {@code before} from its first reconcile (null when never reconciled): the relative drift of the measure the
+     * stream keeps exactly that was furthest off, and of the estimate furthest off; {@code now} from the tables.
+     */
+    public record DayDrift(LocalDate day, Double beforeRel, Double beforeEstimateRel, long reconcileRuns, long lateFolded,
                            long rawRecords, long kpiRecords, BigDecimal rawGb, BigDecimal kpiGb) {
         /** (raw - kpi) / raw volume now: 0 for a reconciled day that received nothing since. */
         public double nowGbRel() {
@@ -71,12 +74,15 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         Map<LocalDate, Row> first = new TreeMap<>();
         Map<LocalDate, Long> runs = new TreeMap<>();
         if (lakehouse.exists(spark, Table.RECONCILE_REPORT)) {
-            for (Row r : spark.sql("SELECT event_date, gb_drift_rel, subscribers_drift_rel, late_records, runs FROM ("
-                    + " SELECT *, row_number() OVER (PARTITION BY event_date ORDER BY run_started_at, run_id) AS run_rank,"
-                    + " count(*) OVER (PARTITION BY event_date) AS runs FROM " + lakehouse.ref(Table.RECONCILE_REPORT)
-                    + " WHERE row_kind = 'summary'" + window.where("event_date") + ") WHERE run_rank = 1").collectAsList()) {
+            // The first run's summary rows of each day (one per measure; reports before the long form have no measure).
+            for (Row r : spark.sql("SELECT event_date, max_by(drift_rel, abs(coalesce(drift_rel, 0))) FILTER (WHERE NOT estimate),"
+                    + " max_by(drift_rel, abs(coalesce(drift_rel, 0))) FILTER (WHERE estimate), max(late_records), max(runs) FROM ("
+                    + " SELECT *, dense_rank() OVER (PARTITION BY event_date ORDER BY run_started_at, run_id) AS run_rank,"
+                    + " size(collect_set(run_id) OVER (PARTITION BY event_date)) AS runs FROM " + lakehouse.ref(Table.RECONCILE_REPORT)
+                    + " WHERE row_kind = 'summary' AND measure IS NOT NULL" + window.where("event_date") + ") WHERE run_rank = 1"
+                    + " GROUP BY event_date").collectAsList()) {
                 first.put(r.getDate(0).toLocalDate(), r);
-                runs.put(r.getDate(0).toLocalDate(), r.getLong(4));
+                runs.put(r.getDate(0).toLocalDate(), (long) r.getInt(4));
             }
         }
         Map<LocalDate, BigDecimal[]> volume = new TreeMap<>();

@@ -31,18 +31,19 @@ final class HealthPage {
                 .append(" event days with data. All times UTC.</p>\n");
 
         section(h, "drift", "Drift per day: before and after reconcile",
-                "Before: how far the stream's volume was from the exact answer when the day was first reconciled ((batch - stream) / batch). "
+                "Before: how far the stream was from the exact answer when the day was first reconciled ((batch - stream) / batch), in the "
+                        + "measure it keeps exactly that was furthest off, and in its estimates (distinct counts, percentiles). "
                         + "Now: the KPIs against raw_events today ((raw - kpi) / raw); a reconciled day without later late records is at 0.");
         List<String> labels = new ArrayList<>();
         List<double[]> values = new ArrayList<>();
         for (DayDrift d : f.drift()) {
             labels.add(d.day().toString().substring(5));
-            values.add(new double[] {d.beforeGbRel() == null ? 0 : d.beforeGbRel() * 100, d.nowGbRel() * 100});
+            values.add(new double[] {d.beforeRel() == null ? 0 : d.beforeRel() * 100, d.nowGbRel() * 100});
         }
-        h.append(SvgChart.bars("drift", labels, values, new String[] {"before reconcile", "now"}, "% of the day's volume"));
-        table(h, "drift-table", new String[] {"day", "reconcile runs", "volume drift before (%)", "subscriber drift before (%)",
+        h.append(SvgChart.bars("drift", labels, values, new String[] {"before reconcile", "now (volume)"}, "% of the day's value"));
+        table(h, "drift-table", new String[] {"day", "reconcile runs", "largest drift before (%)", "estimate drift before (%)",
                 "late records folded in", "raw records", "KPI records", "volume drift now (%)"}, f.drift().stream().map(d -> new Object[] {
-                    d.day(), d.reconcileRuns(), pct(d.beforeGbRel()), pct(d.beforeSubscribersRel()), d.lateFolded(), d.rawRecords(), d.kpiRecords(),
+                    d.day(), d.reconcileRuns(), pct(d.beforeRel()), pct(d.beforeEstimateRel()), d.lateFolded(), d.rawRecords(), d.kpiRecords(),
                     pct(d.nowGbRel())}).toList());
 
         section(h, "late", "Late records per day and how late",

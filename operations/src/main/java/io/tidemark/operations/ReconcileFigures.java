@@ -1,10 +1,12 @@
 package io.tidemark.operations;
 
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -35,29 +37,39 @@ public final class ReconcileFigures implements FigureSource {
     /** How often the log of reconcile_report is listed for a new version. */
     static final Duration CHECK_EVERY = Duration.ofSeconds(15);
 
-    private static final String[][] GAUGES = {
-            {"tidemark_reconcile_last_run_timestamp_seconds", "When the last reconcile run recorded in reconcile_report started (Unix time)."},
-            {"tidemark_reconcile_last_run_days", "Days the last reconcile run replaced."},
-            {"tidemark_reconcile_gb_drift_ratio",
-                    "Largest |batch - stream| / batch total volume over the days of the last reconcile run: how far the fast answer was off."},
-            {"tidemark_reconcile_subscribers_drift_ratio", "Largest |batch - stream| / batch distinct subscribers over the days of the last reconcile run."},
-            {"tidemark_reconcile_windows_changed", "(window, cell) rows the last reconcile run changed, over its days."},
-            {"tidemark_reconcile_late_records", "Late records the last reconcile run folded in, over its days."}};
+    /** What the endpoint shows of the last run: gauges of one sample, then those per KPI table and measure. */
+    private record Last(double startedAt, long days, long lateRecords, Map<List<String>, Double> driftRatio, Map<List<String>, Double> over,
+                        Map<List<String>, Double> windowsChanged, Map<List<String>, Double> threshold) {
+    }
 
-    /** The last run's figures in the order of {@link #GAUGES}; null until a run was read. */
-    private volatile double[] last;
+    /** The last run's figures; null until a run was read. */
+    private volatile Last last;
     private long version = -1;
     private ScheduledExecutorService poll;
 
+    private static final String ABSENT = " Absent until a reconcile has written reconcile_report.";
+
     @Override
     public List<Figure> figures() {
-        List<Figure> out = new ArrayList<>();
-        for (int i = 0; i < GAUGES.length; i++) {
-            int k = i;
-            out.add(new Figure(GAUGES[i][0], GAUGES[i][1] + " Absent until a reconcile has written reconcile_report.",
-                    () -> last == null ? Double.NaN : last[k]));
-        }
-        return out;
+        List<String> measure = List.of("kpi", "measure");
+        return List.of(
+                Figure.of("tidemark_reconcile_last_run_timestamp_seconds",
+                        "When the last reconcile run recorded in reconcile_report started (Unix time)." + ABSENT,
+                        () -> last == null ? Double.NaN : last.startedAt()),
+                Figure.of("tidemark_reconcile_last_run_days", "Days the last reconcile run replaced." + ABSENT,
+                        () -> last == null ? Double.NaN : last.days()),
+                Figure.of("tidemark_reconcile_late_records", "Late records the last reconcile run folded in, over its days." + ABSENT,
+                        () -> last == null ? Double.NaN : last.lateRecords()),
+                new Figure("tidemark_reconcile_drift_ratio", "Per KPI table and measure: the largest |batch - stream| / batch over the days of "
+                        + "the last reconcile run, how far the fast answer was off (+Inf where the truth was 0 and the stream was not)." + ABSENT,
+                        measure, () -> last == null ? Map.of() : last.driftRatio()),
+                new Figure("tidemark_reconcile_over_threshold", "Per KPI table and measure: 1 when the drift rule found a day of the last "
+                        + "reconcile run over the pipeline's drift_threshold, else 0 (estimates are never over)." + ABSENT,
+                        measure, () -> last == null ? Map.of() : last.over()),
+                new Figure("tidemark_reconcile_windows_changed", "Per KPI table and measure: windows whose value the last reconcile run "
+                        + "changed, over its days." + ABSENT, measure, () -> last == null ? Map.of() : last.windowsChanged()),
+                new Figure("tidemark_reconcile_drift_threshold", "Per KPI table: the drift_threshold of the pipeline the last reconcile run "
+                        + "judged with." + ABSENT, List.of("kpi"), () -> last == null ? Map.of() : last.threshold()));
     }
 
     @Override
@@ -89,16 +101,32 @@ public final class ReconcileFigures implements FigureSource {
                 return;
             }
             SparkSession.setActiveSession(spark);
-            Dataset<Row> summaries = lakehouse.read(spark, Table.RECONCILE_REPORT).where("row_kind = 'summary'");
+            // Summary rows of the long form only (a report written before it has no measure).
+            Dataset<Row> summaries = lakehouse.read(spark, Table.RECONCILE_REPORT).where("row_kind = 'summary' AND measure IS NOT NULL");
             Row lastRun = summaries.selectExpr("max_by(run_id, run_started_at)").first();
             if (!lastRun.isNullAt(0)) {
-                Row r = summaries.where(col("run_id").equalTo(lastRun.getString(0)))
-                        .selectExpr("max(run_started_at)", "count(*)", "coalesce(max(abs(gb_drift_rel)), 0)",
-                                "coalesce(max(abs(subscribers_drift_rel)), 0)", "coalesce(sum(windows_changed), 0)", "coalesce(sum(late_records), 0)")
-                        .first();
+                Dataset<Row> run = summaries.where(col("run_id").equalTo(lastRun.getString(0)));
+                Row r = run.selectExpr("max(run_started_at)", "count(DISTINCT event_date)", "max(late_records)").first();
+                // late_records is the day's on each of its rows: once per day
+                long lateRecords = run.groupBy("event_date").agg(expr("max(late_records) AS l")).selectExpr("coalesce(sum(l), 0)").first().getLong(0);
+                Map<List<String>, Double> drift = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
+                Map<List<String>, Double> over = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
+                Map<List<String>, Double> changed = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
+                Map<List<String>, Double> threshold = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
+                for (Row m : run.groupBy("kpi", "measure").agg(
+                        expr("max(CASE WHEN drift_rel IS NULL AND drift <> 0 THEN double('infinity') ELSE abs(coalesce(drift_rel, 0)) END)"),
+                        expr("max(CASE WHEN over_threshold THEN 1.0 ELSE 0.0 END)"), expr("coalesce(sum(windows_changed), 0)"),
+                        expr("max(drift_threshold)")).collectAsList()) {
+                    List<String> key = List.of(m.getString(0), m.getString(1));
+                    drift.put(key, m.getDouble(2));
+                    over.put(key, m.getDecimal(3).doubleValue());
+                    changed.put(key, (double) m.getLong(4));
+                    if (!m.isNullAt(5)) {
+                        threshold.put(List.of(m.getString(0)), m.getDouble(5));
+                    }
+                }
                 if (!r.isNullAt(0)) {
-                    last = new double[] {r.getTimestamp(0).getTime() / 1000.0, r.getLong(1), r.getDouble(2), r.getDouble(3), r.getLong(4),
-                            r.getLong(5)};
+                    last = new Last(r.getTimestamp(0).getTime() / 1000.0, r.getLong(1), lateRecords, drift, over, changed, threshold);
                 }
             }
             version = newest;

@@ -34,7 +34,6 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.IncompatibleQueryException;
-import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
@@ -189,72 +188,91 @@ public final class ReconcileJob {
         }
         Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
         Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(ofDay);
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table = pipeline.table(Table.KPI_5M.tableName()).orElseThrow();
+        io.tidemark.lakehouse.pipeline.DriftRule rule = io.tidemark.lakehouse.pipeline.DriftRule.of(pipeline);
+        KpiDrift kpiDrift = new KpiDrift(table);
         Dataset<Row> truth = TruthKpis.of(raw, config).persist(StorageLevel.MEMORY_AND_DISK());
-        Dataset<Row> current = lakehouse.read(spark, Table.KPI_5M).filter(ofDay);
-        Dataset<Row> comparison = TruthKpis.compare(current, truth)
-                .persist(StorageLevel.MEMORY_AND_DISK());
+        Dataset<Row> current = lakehouse.read(spark, Table.KPI_5M).filter(ofDay).persist(StorageLevel.MEMORY_AND_DISK());
+        Dataset<Row> comparison = kpiDrift.compare(current, truth).persist(StorageLevel.MEMORY_AND_DISK());
         try {
-            // One pass for the day's figures; it also fills the caches the report and the overwrite read.
-            Row f = comparison.agg(
-                            count(when(col("in_truth"), 1)).as("windows"),
-                            count(when(col("changed"), 1)).as("windows_changed"),
-                            coalesce(sum("batch_count"), lit(0L)).as("batch_count"),
-                            sum("batch_gb").as("batch_gb"),
-                            coalesce(sum("stream_count"), lit(0L)).as("stream_count"),
-                            sum("stream_gb").as("stream_gb"),
-                            coalesce(sum("late_records"), lit(0L)).as("late_records"),
-                            coalesce(expr(KpiComputation.distinctOfUnion("stream_sketch")), lit(0L)).as("stream_subscribers"),
-                            coalesce(expr(KpiComputation.distinctOfUnion("batch_sketch")), lit(0L)).as("batch_subscribers"))
-                    .first();
-            long windows = f.getLong(f.fieldIndex("windows"));
-            long batchCount = f.getLong(f.fieldIndex("batch_count"));
-            BigDecimal batchGb = decimal(f, "batch_gb");
-            long streamCount = f.getLong(f.fieldIndex("stream_count"));
-            BigDecimal streamGb = decimal(f, "stream_gb");
-            long streamSubscribers = f.getLong(f.fieldIndex("stream_subscribers"));
-            long batchSubscribers = f.getLong(f.fieldIndex("batch_subscribers"));
-            long late = f.getLong(f.fieldIndex("late_records"));
-            long changed = f.getLong(f.fieldIndex("windows_changed"));
-            BigDecimal gbDrift = batchGb.subtract(streamGb);
-            Double gbDriftRel = batchGb.signum() == 0 ? null : gbDrift.doubleValue() / batchGb.doubleValue();
+            // One pass for the day's counts; it also fills the caches the report and the overwrite read.
+            List<Column> figures = new ArrayList<>(List.of(count(when(col("in_truth"), 1)).as("windows"),
+                    count(when(col("changed"), 1)).as("windows_changed"), coalesce(sum("late_records"), lit(0L)).as("late_records")));
+            table.measures().forEach(m -> figures.add(count(when(col("changed__" + m.name()), 1)).as("changed__" + m.name())));
+            Row f = comparison.agg(figures.get(0), figures.subList(1, figures.size()).toArray(Column[]::new)).first();
+            long windows = f.getLong(0);
+            long changed = f.getLong(1);
+            long late = f.getLong(2);
+            java.util.Map<String, BigDecimal> streamDay = kpiDrift.dayValues(current);
+            java.util.Map<String, BigDecimal> batchDay = kpiDrift.dayValues(truth);
+            List<DayOutcome.MeasureDrift> measures = new ArrayList<>();
+            for (int i = 0; i < table.measures().size(); i++) {
+                io.tidemark.lakehouse.pipeline.Measure m = table.measures().get(i);
+                BigDecimal s = streamDay.get(m.name());
+                BigDecimal b = batchDay.get(m.name());
+                measures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), s, b, io.tidemark.lakehouse.pipeline.DriftRule.relative(s, b),
+                        m.sketched(), rule.over(m, s, b), f.getLong(3 + i)));
+            }
 
             int attempts = 0;
             if (!dryRun) {
-                Row summary = RowFactory.create(runId, runStartedAt, "summary", null, null, null, streamCount, batchCount, streamGb, batchGb,
-                        gbDrift, gbDriftRel, streamSubscribers, batchSubscribers, batchSubscribers - streamSubscribers,
-                        batchSubscribers == 0 ? null : (double) (batchSubscribers - streamSubscribers) / batchSubscribers,
-                        late, changed, Date.valueOf(day));
                 StructType reportSchema = reportSchema();
-                Dataset<Row> report = reportRows(TruthKpis.windowDrift(comparison), reportSchema, runId, runStartedAt, day)
-                        .union(spark.createDataFrame(List.of(summary), reportSchema));
+                List<Row> summaries = new ArrayList<>();
+                for (DayOutcome.MeasureDrift md : measures) {
+                    java.util.Map<String, Object> v = new java.util.HashMap<>();
+                    v.put("run_id", runId);
+                    v.put("run_started_at", runStartedAt);
+                    v.put("row_kind", "summary");
+                    v.put("kpi", md.kpi());
+                    v.put("measure", md.measure());
+                    v.put("stream_value", md.stream());
+                    v.put("batch_value", md.batch());
+                    v.put("drift", md.drift());
+                    v.put("drift_rel", md.driftRel());
+                    v.put("estimate", md.estimate());
+                    v.put("drift_threshold", rule.threshold());
+                    v.put("over_threshold", md.over());
+                    v.put("late_records", late);
+                    v.put("windows_changed", md.windowsChanged());
+                    v.put("event_date", Date.valueOf(day));
+                    Object[] row = new Object[reportSchema.size()];
+                    for (int k = 0; k < row.length; k++) {
+                        row[k] = v.get(reportSchema.fields()[k].name());
+                    }
+                    summaries.add(RowFactory.create(row));
+                }
+                Dataset<Row> report = reportRows(kpiDrift.windowRows(comparison), reportSchema, runId, runStartedAt, day)
+                        .union(spark.createDataFrame(summaries, reportSchema));
                 String note = "tidemark " + runId + " " + day;
                 retry.run(day, "appending the drift report", RERUN, () -> lakehouse.append(report, Table.RECONCILE_REPORT, note));
                 attempts = retry.run(day, "replacing the KPI rows", RERUN,
                         () -> lakehouse.replaceWhere(asTable(truth, Table.KPI_5M), Table.KPI_5M, "event_date = DATE'" + day + "'", note));
             }
-            return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, streamCount,
-                    batchCount, streamGb, batchGb, gbDrift, gbDriftRel, late, attempts, System.currentTimeMillis() - t0, null);
+            return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, measures, late,
+                    attempts, System.currentTimeMillis() - t0, null);
         } catch (CommitFailedException e) {
             throw e;
         } catch (RuntimeException e) {
             throw new CommitFailedException(day, "reconciling " + day + " failed: " + CommitRetry.oneLine(e), e);
         } finally {
             comparison.unpersist();
+            current.unpersist();
             truth.unpersist();
         }
     }
 
-    /** The window rows of the report, in the table's column order and types. */
+    /** The window rows of the report, in the table's column order and types; a column they lack (an older one) is null. */
     private static Dataset<Row> reportRows(Dataset<Row> drift, StructType schema, String runId, Timestamp runStartedAt, LocalDate day) {
         Dataset<Row> rows = drift
                 .withColumn("run_id", lit(runId))
                 .withColumn("run_started_at", lit(runStartedAt))
                 .withColumn("row_kind", lit("window"))
-                .withColumn("windows_changed", lit(null))
                 .withColumn("event_date", lit(Date.valueOf(day)));
+        java.util.Set<String> have = new java.util.HashSet<>(java.util.Arrays.asList(rows.columns()));
         List<Column> cols = new ArrayList<>();
         for (StructField f : schema.fields()) {
-            cols.add(rows.col(f.name()).cast(f.dataType()).as(f.name()));
+            cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
         }
         return rows.select(cols.toArray(Column[]::new));
     }
@@ -274,11 +292,6 @@ public final class ReconcileJob {
 
     private StructType reportSchema() {
         return lakehouse.read(spark, Table.RECONCILE_REPORT).schema();
-    }
-
-    private static BigDecimal decimal(Row r, String name) {
-        int i = r.fieldIndex(name);
-        return r.isNullAt(i) ? BigDecimal.ZERO.setScale(9) : r.getDecimal(i).setScale(9);
     }
 
     private void ensureTables() {
@@ -308,10 +321,14 @@ public final class ReconcileJob {
         if (o.status() == DayOutcome.Status.NO_DATA) {
             return head + "no data: raw_events has no record of this day; nothing written" + (o.note() == null ? "" : " (" + o.note() + ")");
         }
-        String figures = String.format("%,d windows, %,d changed; %s GB -> %s GB (drift %s GB, %s); %,d -> %,d records; %,d late folded in",
-                o.windows(), o.windowsChanged(), ReconcileResult.gb(o.streamGb()), ReconcileResult.gb(o.batchGb()),
-                ReconcileResult.signedGb(o.gbDrift()), ReconcileResult.percent(o.gbDriftRel()), o.streamRecords(), o.batchRecords(),
-                o.lateRecords());
+        List<String> measures = new ArrayList<>();
+        for (DayOutcome.MeasureDrift m : o.measures()) {
+            measures.add(m.measure() + " " + ReconcileResult.value(m.stream()) + " -> " + ReconcileResult.value(m.batch()) + " ("
+                    + (m.estimate() ? "estimate, " : "") + ReconcileResult.percent(m.driftRel()) + (m.over() ? ", OVER the drift threshold" : "")
+                    + ")");
+        }
+        String figures = String.format("%,d windows, %,d changed; %s; %,d late folded in", o.windows(), o.windowsChanged(),
+                String.join(", ", measures), o.lateRecords());
         String done = o.status() == DayOutcome.Status.DRY_RUN ? "dry run, nothing written"
                 : "replaced" + (o.attempts() > 1 ? " after " + o.attempts() + " attempts" : "");
         return head + figures + "; " + done + String.format(" (%.1f s)", o.durationMs() / 1000.0);

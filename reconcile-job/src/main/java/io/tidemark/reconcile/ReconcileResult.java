@@ -28,28 +28,44 @@ public record ReconcileResult(String runId, Instant startedAt, Optional<Instant>
         return days.stream().map(DayOutcome::day).toList();
     }
 
-    /** The run's summary as an aligned table, one line per day. */
+    /**
+     * The run's summary as an aligned table, one line per day: the measure the stream was furthest
+     * off in (relatively, of those it keeps exactly), and the measures over the drift threshold.
+     */
     public String summaryTable() {
-        String header = String.format("%-10s  %8s  %8s  %16s  %16s  %16s  %8s  %9s  %s",
-                "day", "windows", "changed", "stream gb", "batch gb", "drift gb", "drift %", "late in", "result");
+        String header = String.format("%-10s  %8s  %8s  %-36s  %9s  %-24s  %s",
+                "day", "windows", "changed", "largest drift", "late in", "over the threshold", "result");
         StringBuilder sb = new StringBuilder(header).append('\n').append("-".repeat(header.length())).append('\n');
         for (DayOutcome d : days) {
             boolean data = d.status() != DayOutcome.Status.NO_DATA;
-            sb.append(String.format("%-10s  %8s  %8s  %16s  %16s  %16s  %8s  %9s  %s%n",
+            Optional<DayOutcome.MeasureDrift> worst = d.measures().stream().filter(m -> !m.estimate())
+                    .max(java.util.Comparator.comparingDouble(m -> m.driftRel() == null ? (m.drift().signum() == 0 ? 0 : Double.MAX_VALUE)
+                            : Math.abs(m.driftRel())));
+            List<String> over = d.measures().stream().filter(DayOutcome.MeasureDrift::over).map(DayOutcome.MeasureDrift::measure).toList();
+            sb.append(String.format("%-10s  %8s  %8s  %-36s  %9s  %-24s  %s%n",
                     d.day(),
                     data ? String.format("%,d", d.windows()) : "-",
                     data ? String.format("%,d", d.windowsChanged()) : "-",
-                    data ? gb(d.streamGb()) : "-",
-                    data ? gb(d.batchGb()) : "-",
-                    data ? signedGb(d.gbDrift()) : "-",
-                    data ? percent(d.gbDriftRel()) : "-",
+                    data ? worst.map(m -> m.measure() + " " + percent(m.driftRel()) + " (" + value(m.stream()) + " -> " + value(m.batch()) + ")")
+                            .orElse("-") : "-",
                     data ? String.format("%,d", d.lateRecords()) : "-",
+                    data ? (over.isEmpty() ? "none" : String.join(", ", over)) : "-",
                     result(d)));
         }
         if (days.isEmpty()) {
             sb.append("(no day selected)\n");
         }
         return sb.toString();
+    }
+
+    /** A value as the reports show it: whole numbers grouped, others with at most three decimals, half-even; "-" for none. */
+    public static String value(BigDecimal v) {
+        if (v == null) {
+            return "-";
+        }
+        java.text.DecimalFormat f = new java.text.DecimalFormat("#,##0.###", java.text.DecimalFormatSymbols.getInstance(java.util.Locale.ROOT));
+        f.setRoundingMode(java.math.RoundingMode.HALF_EVEN);
+        return f.format(v);
     }
 
     private static String result(DayOutcome d) {

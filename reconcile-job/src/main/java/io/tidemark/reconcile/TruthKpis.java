@@ -20,14 +20,13 @@ import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 
-import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Measure;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 
 /**
- * The batch layer's answer for a day, and how far the current KPI rows are from it. Pure
+ * The batch layer's answer for a day: the exact rows of a KPI table ({@link KpiDrift} compares them with the current ones). Pure
  * {@code Dataset -> Dataset} functions: reading and committing live in {@link ReconcileJob}.
  */
 public final class TruthKpis {
@@ -113,61 +112,5 @@ public final class TruthKpis {
     public static Dataset<Row> of(Dataset<Row> rawEvents, io.tidemark.lakehouse.TidemarkConfig config) {
         Pipeline pipeline = Pipeline.of(config);
         return of(rawEvents, pipeline.table(Table.KPI_5M.tableName()).orElseThrow(), pipeline.events().eventTime());
-    }
-
-    /**
-     * Every (window, cell) of the day on either side, the current KPI row beside the truth, a row
-     * missing on one side counting as zeros. Columns: window_start, window_end, cell_site_id,
-     * stream_count, batch_count, stream_gb, batch_gb, stream_subscribers, batch_subscribers (for
-     * stream rows the estimate they hold), stream_sketch, batch_sketch (null where missing),
-     * in_truth, late_records, and {@code changed}: count, volume or subscribers differ.
-     *
-     * @param current the day's current {@code kpi_5m} rows
-     * @param truth   {@link #of} for the same day
-     */
-    public static Dataset<Row> compare(Dataset<Row> current, Dataset<Row> truth) {
-        Dataset<Row> c = current.select(col("window_start").as("c_window_start"), col("window_end").as("c_window_end"),
-                col("cell_site_id").as("c_cell_site_id"), col("record_count").as("c_count"), col("total_gb").as("c_gb"),
-                col("subscribers").as("c_subscribers"), col("subscriber_sketch").as("stream_sketch"));
-        Dataset<Row> t = truth.select(col("window_start").as("t_window_start"), col("window_end").as("t_window_end"),
-                col("cell_site_id").as("t_cell_site_id"), col("record_count").as("t_count"), col("total_gb").as("t_gb"),
-                col("subscribers").as("t_subscribers"), col("subscriber_sketch").as("batch_sketch"), col("late_records"));
-        return c.join(t, col("c_window_start").equalTo(col("t_window_start"))
-                        .and(col("c_cell_site_id").equalTo(col("t_cell_site_id"))), "full_outer")
-                .selectExpr(
-                        "coalesce(t_window_start, c_window_start) AS window_start",
-                        "coalesce(t_window_end, c_window_end) AS window_end",
-                        "coalesce(t_cell_site_id, c_cell_site_id) AS cell_site_id",
-                        "coalesce(c_count, 0L) AS stream_count",
-                        "coalesce(t_count, 0L) AS batch_count",
-                        "CAST(coalesce(c_gb, 0) AS " + KpiComputation.VOLUME_TYPE + ") AS stream_gb",
-                        "CAST(coalesce(t_gb, 0) AS " + KpiComputation.VOLUME_TYPE + ") AS batch_gb",
-                        "coalesce(c_subscribers, 0L) AS stream_subscribers",
-                        "coalesce(t_subscribers, 0L) AS batch_subscribers",
-                        "stream_sketch",
-                        "batch_sketch",
-                        "t_count IS NOT NULL AS in_truth",
-                        "coalesce(late_records, 0L) AS late_records",
-                        "NOT (c_count <=> t_count) OR NOT (c_gb <=> t_gb) OR NOT (c_subscribers <=> t_subscribers) AS changed");
-    }
-
-    /**
-     * The {@link #compare comparison}'s changed (window, cell) rows with their drift: window_start,
-     * window_end, cell_site_id, stream_count, batch_count, stream_gb, batch_gb, gb_drift
-     * (batch - stream), gb_drift_rel ((batch - stream) / batch), stream_subscribers,
-     * batch_subscribers, subscribers_drift, subscribers_drift_rel, late_records.
-     */
-    public static Dataset<Row> windowDrift(Dataset<Row> comparison) {
-        return comparison.filter(col("changed"))
-                // DECIMAL(38,9) - DECIMAL(38,9) would be rounded to 8 decimals; (37,9) - (37,9) fits in (38,9).
-                .withColumn("gb_drift", expr("CAST(CAST(batch_gb AS DECIMAL(37,9)) - CAST(stream_gb AS DECIMAL(37,9)) AS "
-                        + KpiComputation.VOLUME_TYPE + ")"))
-                .withColumn("gb_drift_rel", expr("CASE WHEN batch_gb = 0 THEN NULL ELSE CAST(gb_drift AS DOUBLE) / CAST(batch_gb AS DOUBLE) END"))
-                .withColumn("subscribers_drift", expr("batch_subscribers - stream_subscribers"))
-                .withColumn("subscribers_drift_rel", expr("CASE WHEN batch_subscribers = 0 THEN NULL "
-                        + "ELSE CAST(subscribers_drift AS DOUBLE) / CAST(batch_subscribers AS DOUBLE) END"))
-                .selectExpr("window_start", "window_end", "cell_site_id", "stream_count", "batch_count", "stream_gb", "batch_gb",
-                        "gb_drift", "gb_drift_rel", "stream_subscribers", "batch_subscribers", "subscribers_drift",
-                        "subscribers_drift_rel", "late_records");
     }
 }

@@ -132,7 +132,12 @@ public final class StreamMetrics implements AutoCloseable {
                 .labelNames("partition").register(registry);
         for (FigureSource source : sources) {
             for (FigureSource.Figure f : source.figures()) {
-                known(f.name(), f.help(), f.value());
+                GaugeWithCallback.builder().name(f.name()).help(f.help()).labelNames(f.labelNames().toArray(String[]::new)).callback(cb ->
+                        f.samples().get().forEach((labels, v) -> {
+                            if (v != null && !Double.isNaN(v)) {
+                                cb.call(v, labels.toArray(String[]::new));
+                            }
+                        })).register(registry);
             }
         }
     }

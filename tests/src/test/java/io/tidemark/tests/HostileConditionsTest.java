@@ -789,7 +789,8 @@ class HostileConditionsTest {
         closedDayRecords.forEach((d, v) -> {
             io.tidemark.reconcile.DayOutcome o = finalOutcomes.get(d);
             r.append(String.format("| %s | %,d | %,d | %s | %s | %s |%n", d, v.records(), v.late(), o == null ? "-" : String.format("%,d", o.windowsChanged()),
-                    o == null ? "-" : String.format("%+,d", o.recordDrift()), o == null ? "-" : o.gbDrift().toPlainString()));
+                    o == null || o.measures().isEmpty() ? "-" : String.format("%+,d", o.measure("record_count").drift().longValueExact()),
+                    o == null || o.measures().isEmpty() ? "-" : o.measure("total_gb").drift().toPlainString()));
         });
         r.append("\n## Malformed messages by kind\n\n| kind | generated |\n|---|---|\n");
         for (Kind k : Kind.invalidKinds()) {

@@ -103,13 +103,24 @@ class MetricsEndpointTest {
             // The reconcile of 2026-11-27: its one on-time record (0.25 GB) plus the late one (9 GB) that
             // the stream could not fold in; read back from reconcile_report by the stream.
             prometheus.await("tidemark_reconcile_last_run_days", summaryDays(spark, lakehouse), PATIENCE);
-            Row drift = spark.sql("SELECT max(abs(gb_drift_rel)), max(abs(subscribers_drift_rel)), sum(windows_changed), sum(late_records) FROM "
+            Row drift = spark.sql("SELECT max(CASE WHEN measure = 'total_gb' THEN abs(drift_rel) END), "
+                    + "max(CASE WHEN measure = 'subscribers' THEN abs(drift_rel) END), "
+                    + "sum(CASE WHEN measure = 'total_gb' THEN windows_changed END), max(late_records), "
+                    + "max(CASE WHEN measure = 'total_gb' AND over_threshold THEN 1.0 ELSE 0.0 END), "
+                    + "max(CASE WHEN measure = 'subscribers' AND over_threshold THEN 1.0 ELSE 0.0 END), max(drift_threshold) FROM "
                     + lakehouse.ref(Lakehouse.Table.RECONCILE_REPORT) + " WHERE row_kind = 'summary'").first();
             assertThat(drift.getDouble(0)).isCloseTo(9.0 / 9.25, within(1e-12));
-            assertThat(prometheus.value("tidemark_reconcile_gb_drift_ratio")).isEqualTo(drift.getDouble(0));
-            assertThat(prometheus.value("tidemark_reconcile_subscribers_drift_ratio")).isEqualTo(drift.getDouble(1));
-            assertThat(prometheus.value("tidemark_reconcile_windows_changed")).isEqualTo((double) drift.getLong(2));
+            assertThat(prometheus.value("tidemark_reconcile_drift_ratio{kpi=\"kpi_5m\", measure=\"total_gb\"}")).isEqualTo(drift.getDouble(0));
+            assertThat(prometheus.value("tidemark_reconcile_drift_ratio{kpi=\"kpi_5m\", measure=\"subscribers\"}")).isEqualTo(drift.getDouble(1));
+            assertThat(prometheus.value("tidemark_reconcile_windows_changed{kpi=\"kpi_5m\", measure=\"total_gb\"}"))
+                    .isEqualTo((double) drift.getLong(2));
             assertThat(prometheus.value("tidemark_reconcile_late_records")).isEqualTo((double) drift.getLong(3));
+            // the drift rule's verdict, as reconcile wrote it: the volume over the threshold, the estimate never
+            assertThat(drift.getDecimal(4).doubleValue()).isEqualTo(1.0);
+            assertThat(prometheus.value("tidemark_reconcile_over_threshold{kpi=\"kpi_5m\", measure=\"total_gb\"}")).isEqualTo(1.0);
+            assertThat(prometheus.value("tidemark_reconcile_over_threshold{kpi=\"kpi_5m\", measure=\"subscribers\"}")).isEqualTo(0.0);
+            assertThat(prometheus.value("tidemark_reconcile_drift_threshold{kpi=\"kpi_5m\"}")).isEqualTo(drift.getDouble(6)).isEqualTo(0.01);
+            assertThat(prometheus.query("tidemark_reconcile_drift_ratio")).hasSize(3);
 
             // The rules file loads and every rule evaluates against the live series without error; the
             // drift above 1 % fires (no hold time), nothing else has reason to.
@@ -207,7 +218,8 @@ class MetricsEndpointTest {
     }
 
     private static long summaryDays(SparkSession spark, Lakehouse lakehouse) {
-        return spark.sql("SELECT count(*) FROM " + lakehouse.ref(Lakehouse.Table.RECONCILE_REPORT) + " WHERE row_kind = 'summary'").first().getLong(0);
+        return spark.sql("SELECT count(DISTINCT event_date) FROM " + lakehouse.ref(Lakehouse.Table.RECONCILE_REPORT) + " WHERE row_kind = 'summary'")
+                .first().getLong(0);
     }
 
     private static Map<String, Long> counts(SparkSession spark, String sql) {

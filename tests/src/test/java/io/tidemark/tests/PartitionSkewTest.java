@@ -109,12 +109,12 @@ class PartitionSkewTest {
         // Reconcile's drift is exactly what the stream left out: the late records.
         for (Outcome o : outcomes.values()) {
             assertThat(o.reconciled().status()).isEqualTo(DayOutcome.Status.RECONCILED);
-            assertThat(o.reconciled().batchRecords()).isEqualTo(RECORDS);
-            assertThat(o.reconciled().recordDrift()).as("%s: record drift", o.policy()).isEqualTo(o.late());
+            assertThat(o.reconciled().measure("record_count").batch().longValueExact()).isEqualTo(RECORDS);
+            assertThat(o.reconciled().measure("record_count").drift().longValueExact()).as("%s: record drift", o.policy()).isEqualTo(o.late());
             assertThat(o.reconciled().lateRecords()).isEqualTo(o.late());
         }
-        assertThat(min.reconciled().gbDrift()).isEqualByComparingTo(BigDecimal.ZERO);
-        assertThat(spark.reconciled().gbDrift()).isPositive();
+        assertThat(min.reconciled().measure("total_gb").drift()).isEqualByComparingTo(BigDecimal.ZERO);
+        assertThat(spark.reconciled().measure("total_gb").drift()).isPositive();
 
         // Final windows: [window end, batch final under spark, lead-ahead at that batch, batch under min, lead-ahead, skew then].
         List<long[]> both = new ArrayList<>();
@@ -222,7 +222,7 @@ class PartitionSkewTest {
         sb.append(String.format("%-14s %8s %7s %16s %14s %14s%n", "policy", "late", "late %", "windows final*", "gb drift", "gb drift rel"));
         for (Outcome o : outcomes.values()) {
             sb.append(String.format("%-14s %8d %6.1f%% %16d %14s %14.4f%n", o.policy(), o.late(), 100.0 * o.late() / RECORDS, o.finals().size(),
-                    o.reconciled().gbDrift().toPlainString(), o.reconciled().gbDriftRel() == null ? 0.0 : o.reconciled().gbDriftRel()));
+                    o.reconciled().measure("total_gb").drift().toPlainString(), o.reconciled().measure("total_gb").driftRel() == null ? 0.0 : o.reconciled().measure("total_gb").driftRel()));
         }
         sb.append(String.format("* of the day's windows, final before the next day's records (%d batches)%n", outcomes.get("spark").mainBatches()));
         long[] laterBatches = both.stream().mapToLong(b -> b[3] - b[1]).sorted().toArray();

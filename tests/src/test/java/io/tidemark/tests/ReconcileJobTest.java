@@ -192,7 +192,7 @@ class ReconcileJobTest {
 
         ReconcileResult dry = job.run(DaySelection.range(LocalDate.parse("2026-11-25"), D27), true);
 
-        assertThat(dry.days()).extracting(DayOutcome::day, DayOutcome::status, DayOutcome::windowsChanged, DayOutcome::gbDrift,
+        assertThat(dry.days()).extracting(DayOutcome::day, DayOutcome::status, DayOutcome::windowsChanged, ReconcileJobTest::gbDrift,
                         DayOutcome::lateRecords)
                 .containsExactly(
                         tuple(LocalDate.parse("2026-11-25"), DayOutcome.Status.NO_DATA, 0L, BigDecimal.ZERO, 0L),
@@ -252,14 +252,17 @@ class ReconcileJobTest {
         for (DayOutcome d : result.days()) {
             Object[] m = measuredDrift.get(d.day());
             assertThat(d.status()).isEqualTo(DayOutcome.Status.RECONCILED);
-            assertThat(d.recordDrift()).isEqualTo(m[0]);
-            assertThat(d.gbDrift()).isEqualByComparingTo((BigDecimal) m[1]);
+            assertThat(recordDrift(d)).isEqualTo(m[0]);
+            assertThat(gbDrift(d)).isEqualByComparingTo((BigDecimal) m[1]);
             assertThat(d.lateRecords()).isEqualTo(m[2]);
             assertThat(d.attempts()).isEqualTo(1);
         }
-        List<Row> summary = rows("SELECT event_date, stream_count, batch_count, CAST(stream_gb AS STRING), CAST(batch_gb AS STRING), "
-                + "CAST(gb_drift AS STRING), gb_drift_rel, late_records, windows_changed, stream_subscribers, batch_subscribers "
-                + "FROM {report} WHERE row_kind = 'summary' AND run_id = '" + result.runId() + "' ORDER BY event_date");
+        // One summary row per day and measure; here the day's measures side by side.
+        List<Row> summary = rows("SELECT event_date, " + of("record_count", "stream_value", "BIGINT") + ", " + of("record_count", "batch_value", "BIGINT")
+                + ", " + of("total_gb", "stream_value", "STRING") + ", " + of("total_gb", "batch_value", "STRING") + ", " + of("total_gb", "drift", "STRING")
+                + ", max(CASE WHEN measure = 'total_gb' THEN drift_rel END), max(late_records), " + of("total_gb", "windows_changed", "BIGINT")
+                + ", " + of("subscribers", "stream_value", "BIGINT") + ", " + of("subscribers", "batch_value", "BIGINT")
+                + " FROM {report} WHERE row_kind = 'summary' AND run_id = '" + result.runId() + "' GROUP BY event_date ORDER BY event_date");
         assertThat(summary).extracting(r -> tuple(r.getDate(0).toLocalDate(), r.getLong(1), r.getLong(2), r.getString(3), r.getString(4),
                         r.getString(5), r.isNullAt(6) ? null : r.getDouble(6), r.getLong(7), r.getLong(8), r.getLong(9), r.getLong(10)))
                 .containsExactly(
@@ -269,9 +272,18 @@ class ReconcileJobTest {
             Object[] m = measuredDrift.get(r.getDate(0).toLocalDate());
             assertThat(new BigDecimal(r.getString(5))).isEqualByComparingTo((BigDecimal) m[1]);
         }
-        assertThat(rows("SELECT concat_ws(' | ', CAST(event_date AS STRING), CAST(window_start AS STRING), cell_site_id, "
-                + "CAST(stream_count AS STRING), CAST(batch_count AS STRING), CAST(gb_drift AS STRING), CAST(late_records AS STRING)) AS r "
-                + "FROM {report} WHERE row_kind = 'window' AND run_id = '" + result.runId() + "' ORDER BY r")
+        // The drift rule's verdict: the count and the volume are exact while streaming and 15 % off; the subscribers an estimate.
+        assertThat(rows("SELECT kpi, measure, estimate, drift_threshold, over_threshold FROM {report} WHERE row_kind = 'summary' AND run_id = '"
+                + result.runId() + "' AND event_date = DATE'2026-11-27' ORDER BY measure"))
+                .extracting(r -> tuple(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+                .containsExactly(tuple("kpi_5m", "record_count", false, 0.01, true), tuple("kpi_5m", "subscribers", true, 0.01, false),
+                        tuple("kpi_5m", "total_gb", false, 0.01, true));
+        // One window row per (window, cell, measure) that changed; here each window's count and volume side by side.
+        assertThat(rows("SELECT concat_ws(' | ', CAST(event_date AS STRING), CAST(window_start AS STRING), get_json_object(dimensions, "
+                + "'$.cell_site_id'), CAST(" + of("record_count", "stream_value", "BIGINT") + " AS STRING), CAST(" + of("record_count", "batch_value",
+                "BIGINT") + " AS STRING), " + of("total_gb", "drift", "STRING") + ", CAST(max(late_records) AS STRING)) AS r "
+                + "FROM {report} WHERE row_kind = 'window' AND run_id = '" + result.runId() + "' GROUP BY event_date, window_start, dimensions "
+                + "ORDER BY r")
                 .stream().map(r -> r.getString(0)).toList())
                 .isEqualTo(measuredWindowDrift)
                 .containsExactly(
@@ -281,9 +293,9 @@ class ReconcileJobTest {
                         "2026-11-28 | 2026-11-28 09:00:00 | c3 | 2 | 3 | 0.900000000 | 1");
         assertThat(job.dirtyDays()).isEmpty();
         String out = printed.toString(StandardCharsets.UTF_8);
-        assertThat(out).contains("reconcile 2026-11-27 [1/2]: 5 windows, 2 changed; 7.450 GB -> 8.750 GB (drift +1.300 GB, +14.86%); "
-                + "6 -> 8 records; 2 late folded in; replaced");
-        assertThat(out).containsPattern("2026-11-28 +6 +2 +13\\.750 +15\\.250 +\\+1\\.500 +\\+9\\.84% +2 +reconciled");
+        assertThat(out).contains("reconcile 2026-11-27 [1/2]: 5 windows, 2 changed; record_count 6 -> 8 (+25.00%, OVER the drift threshold), "
+                + "total_gb 7.45 -> 8.75 (+14.86%, OVER the drift threshold), subscribers 5 -> 7 (estimate, +28.57%); 2 late folded in; replaced");
+        assertThat(out).containsPattern("2026-11-28 +6 +2 +record_count \\+22\\.22% \\(7 -> 9\\) +2 +record_count, total_gb +reconciled");
         afterFirstReconcile = kpiSnapshot("DATE'2026-11-26', DATE'2026-11-27', DATE'2026-11-28', DATE'2026-11-29'");
 
         ConservationCheck.Report check = ConservationCheck.check(spark, lakehouse, config.window(), (long) sent.size());
@@ -352,8 +364,9 @@ class ReconcileJobTest {
                         tuple("2026-11-27", "c1", 1L, "0.300000000", 57_780_000L, 57_780_000.0),
                         tuple("2026-11-27", "c2", 1L, "1.000000000", 13_380_000L, 13_380_000.0),
                         tuple("2026-11-28", "c3", 2L, "1.500000000", 50_760_000L, (50_760_000 + 49_560_000) / 2.0));
-        assertThat(rows("SELECT CAST(event_date AS STRING), windows_changed, count_drift, CAST(gb_drift AS STRING), late_records "
-                + "FROM drift_by_day ORDER BY 1"))
+        assertThat(rows("SELECT CAST(event_date AS STRING), " + of("total_gb", "windows_changed", "BIGINT") + ", "
+                + of("record_count", "drift", "BIGINT") + ", " + of("total_gb", "drift", "STRING") + ", max(late_records) "
+                + "FROM drift_by_day GROUP BY event_date ORDER BY 1"))
                 .extracting(r -> tuple(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
                 .containsExactly(
                         tuple("2026-11-27", 2L, 2L, "1.300000000", 2L),
@@ -366,13 +379,13 @@ class ReconcileJobTest {
         ReconcileResult again = job.run(DaySelection.range(D27, D28), false);
 
         assertThat(kpiSnapshot("DATE'2026-11-26', DATE'2026-11-27', DATE'2026-11-28', DATE'2026-11-29'")).isEqualTo(afterFirstReconcile);
-        assertThat(again.days()).extracting(DayOutcome::windowsChanged, DayOutcome::gbDrift, DayOutcome::recordDrift)
+        assertThat(again.days()).extracting(DayOutcome::windowsChanged, ReconcileJobTest::gbDrift, ReconcileJobTest::recordDrift)
                 .containsOnly(tuple(0L, new BigDecimal("0E-9"), 0L));
         assertThat(rows("SELECT count(*) FROM {report} WHERE row_kind = 'window' AND run_id = '" + again.runId() + "'").get(0).getLong(0))
                 .isZero();
         lakehouse.createAndRegister(spark);
         assertThat(rows("SELECT run_id, windows_changed FROM drift_by_day")).extracting(r -> tuple(r.get(0), r.get(1)))
-                .containsOnly(tuple(again.runId(), 0L));
+                .hasSize(6).containsOnly(tuple(again.runId(), 0L));
     }
 
     @Test
@@ -386,12 +399,27 @@ class ReconcileJobTest {
         assertThat(job.dirtyDays()).containsExactly(D27);
         ReconcileResult dirty = job.run(DaySelection.dirty(), false);
 
-        assertThat(dirty.days()).extracting(DayOutcome::day, DayOutcome::windowsChanged, DayOutcome::recordDrift, DayOutcome::gbDrift,
+        assertThat(dirty.days()).extracting(DayOutcome::day, DayOutcome::windowsChanged, ReconcileJobTest::recordDrift, ReconcileJobTest::gbDrift,
                         DayOutcome::lateRecords)
                 .containsExactly(tuple(D27, 1L, 1L, new BigDecimal("0.050000000"), 3L));
         assertThat(job.dirtyDays()).isEmpty();
         assertThat(job.run(DaySelection.dirty(), false).days()).isEmpty();
         assertThat(ConservationCheck.check(spark, lakehouse, config.window(), (long) sent.size()).violations()).isEmpty();
+    }
+
+    /** total_gb's drift of the day (batch - stream); zero for a day without data. */
+    static BigDecimal gbDrift(DayOutcome d) {
+        return d.measures().isEmpty() ? BigDecimal.ZERO : d.measure("total_gb").drift();
+    }
+
+    /** record_count's drift of the day; zero for a day without data. */
+    static long recordDrift(DayOutcome d) {
+        return d.measures().isEmpty() ? 0 : d.measure("record_count").drift().longValueExact();
+    }
+
+    /** SQL: the {@code column} of measure {@code m}'s row of a group, as {@code type}. */
+    private static String of(String m, String column, String type) {
+        return "CAST(max(CASE WHEN measure = '" + m + "' THEN " + column + " END) AS " + type + ")";
     }
 
     /** Copies what the job prints to the test's output too. */

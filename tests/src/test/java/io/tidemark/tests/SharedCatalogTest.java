@@ -64,9 +64,8 @@ class SharedCatalogTest {
         QUERIES.put("late_by_day", rowsOf("late_by_day", "event_date", "late_records", "late_gb", "max_late_by_ms", "avg_late_by_ms"));
         QUERIES.put("late_by_cell_day", rowsOf("late_by_cell_day", "event_date", "cell_site_id", "late_records", "late_gb", "max_late_by_ms",
                 "avg_late_by_ms"));
-        QUERIES.put("drift_by_day", rowsOf("drift_by_day", "event_date", "run_id", "run_started_at", "windows_changed", "stream_count",
-                "batch_count", "count_drift", "stream_gb", "batch_gb", "gb_drift", "gb_drift_rel", "stream_subscribers", "batch_subscribers",
-                "subscribers_drift", "subscribers_drift_rel", "late_records"));
+        QUERIES.put("drift_by_day", rowsOf("drift_by_day", "event_date", "kpi", "measure", "run_id", "run_started_at", "stream_value",
+                "batch_value", "drift", "drift_rel", "estimate", "drift_threshold", "over_threshold", "windows_changed", "late_records"));
         QUERIES.put("kpi_5m", "SELECT concat_ws('|', 'kpi_5m', CAST(event_date AS STRING), CAST(count(*) AS STRING), "
                 + "CAST(sum(record_count) AS STRING), CAST(count_if(source = 'batch') AS STRING)) AS r "
                 + "FROM kpi_5m GROUP BY event_date ORDER BY r");
@@ -131,15 +130,17 @@ class SharedCatalogTest {
         assertThat(viaCatalog.get("kpi_5m")).containsExactly("kpi_5m|2026-11-27|1|2|1", "kpi_5m|2026-11-28|9|13|0");
         assertThat(viaCatalog.get("late_by_day")).extracting(r -> String.join("|", Arrays.asList(r.split("\\|")).subList(0, 4)))
                 .containsExactly("late_by_day|2026-11-27|1|9.000000000", "late_by_day|2026-11-28|5|16.000000000");
-        assertThat(viaCatalog.get("drift_by_day")).hasSize(1).first().satisfies(r -> {
+        // One row per measure: event_date, kpi, measure, stream, batch, drift, estimate, over the threshold, windows changed, late records folded in
+        assertThat(viaCatalog.get("drift_by_day")).extracting(r -> {
             String[] f = r.split("\\|");
-            // event_date, windows_changed, stream/batch count, count drift, stream/batch/drift gb, ..., late records folded in
-            assertThat(List.of(f[1], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[16]))
-                    .containsExactly("2026-11-27", "1", "1", "2", "1", "0.250000000", "9.250000000", "9.000000000", "1");
-        });
+            return String.join("|", f[1], f[2], f[3], f[6], f[7], f[8], f[10], f[12], f[13], f[14]);
+        }).containsExactly("2026-11-27|kpi_5m|record_count|1.000000000|2.000000000|1.000000000|false|true|1|1",
+                "2026-11-27|kpi_5m|subscribers|1.000000000|2.000000000|1.000000000|true|false|1|1",
+                "2026-11-27|kpi_5m|total_gb|0.250000000|9.250000000|9.000000000|false|true|1|1");
         assertThat(viaCatalog.get("raw_events")).containsExactly("raw_events|20");
         assertThat(viaCatalog.get("late_events")).containsExactly("late_events|6");
-        assertThat(viaCatalog.get("reconcile_report")).containsExactly("reconcile_report|2");
+        // a summary row and a window row for each of the three measures (the window's count, volume and subscribers all changed)
+        assertThat(viaCatalog.get("reconcile_report")).containsExactly("reconcile_report|6");
 
         // Another lakehouse onto the same metastore: refused, nothing changed.
         Path other = dir.resolve("other-lakehouse");

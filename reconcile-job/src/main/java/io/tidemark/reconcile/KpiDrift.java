@@ -1,0 +1,158 @@
+package io.tidemark.reconcile;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
+
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+
+import io.tidemark.lakehouse.pipeline.Measure;
+import io.tidemark.lakehouse.pipeline.Pipeline;
+
+/**
+ * How far a KPI table's current rows are from the truth, measure by measure, derived from the
+ * table's definition: the comparison of the two sides window by window, the long rows of
+ * {@code reconcile_report} for what changed, and a day's value of each measure on either side.
+ * Pure {@code Dataset -> Dataset} functions; {@link ReconcileJob} reads and commits.
+ *
+ * <p>Values are compared as the table stores them; the report carries them as
+ * {@code DECIMAL(38,9)} (exact for counts and for sums of up to 9 decimals), and a value that is
+ * not a number (the min of a date, say) as null, though its change is still counted.
+ */
+final class KpiDrift {
+    /** The report's type for every value: counts, sums, averages and estimates alike. */
+    static final String VALUE_TYPE = "DECIMAL(38,9)";
+    private static final String STREAM = "s__";
+    private static final String BATCH = "b__";
+    private static final String CHANGED = "changed__";
+
+    private final Pipeline.KpiTable table;
+
+    KpiDrift(Pipeline.KpiTable table) {
+        this.table = table;
+    }
+
+    private List<String> dimensions() {
+        return table.dimensions().stream().map(Pipeline.Column::name).toList();
+    }
+
+    /** The value of {@code m} over no record, for a row one side lacks: 0 for what counts or adds up, else null. */
+    private static String empty(Measure m) {
+        return switch (m.kind()) {
+            case COUNT_ALL, COUNT, SUM, APPROX_COUNT_DISTINCT -> "0";
+            default -> "NULL";
+        };
+    }
+
+    private static boolean numeric(Measure m) {
+        String t = m.resultType();
+        return t.startsWith("DECIMAL") || List.of("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT").contains(t);
+    }
+
+    /** {@code column} as the report's value: DECIMAL(38,9), or null for a measure whose value is not a number. */
+    private static String asValue(Measure m, String column) {
+        return numeric(m) ? "try_cast(" + column + " AS " + VALUE_TYPE + ")" : "CAST(NULL AS " + VALUE_TYPE + ")";
+    }
+
+    /**
+     * Every (window, dimensions) of the day on either side: {@code window_start}, {@code window_end},
+     * the dimensions, per measure the stream's value ({@code s__<measure>}), the truth
+     * ({@code b__<measure>}) and whether they differ ({@code changed__<measure>}); then
+     * {@code in_truth}, {@code late_records} and {@code changed} (any measure). A row missing on one
+     * side holds each measure's value over no record.
+     *
+     * @param current the day's rows of the table
+     * @param truth   {@link TruthKpis#of} for the same day (with {@code late_records})
+     */
+    Dataset<Row> compare(Dataset<Row> current, Dataset<Row> truth) {
+        List<Column> c = new ArrayList<>(List.of(col("window_start").as("c_window_start"), col("window_end").as("c_window_end")));
+        List<Column> t = new ArrayList<>(List.of(col("window_start").as("t_window_start"), col("window_end").as("t_window_end"),
+                col("late_records").as("t_late_records")));
+        dimensions().forEach(d -> {
+            c.add(col(d).as("c_" + d));
+            t.add(col(d).as("t_" + d));
+        });
+        for (Measure m : table.measures()) {
+            c.add(col(m.name()).as(STREAM + m.name()));
+            t.add(col(m.name()).as(BATCH + m.name()));
+        }
+        Column on = col("c_window_start").equalTo(col("t_window_start"));
+        for (String d : dimensions()) {
+            on = on.and(col("c_" + d).eqNullSafe(col("t_" + d)));
+        }
+        List<String> out = new ArrayList<>(List.of("coalesce(t_window_start, c_window_start) AS window_start",
+                "coalesce(t_window_end, c_window_end) AS window_end"));
+        dimensions().forEach(d -> out.add("CASE WHEN t_window_start IS NOT NULL THEN t_" + d + " ELSE c_" + d + " END AS `" + d + "`"));
+        List<String> changed = new ArrayList<>();
+        for (Measure m : table.measures()) {
+            String s = "CASE WHEN c_window_start IS NULL THEN " + empty(m) + " ELSE " + STREAM + m.name() + " END";
+            String b = "CASE WHEN t_window_start IS NULL THEN " + empty(m) + " ELSE " + BATCH + m.name() + " END";
+            out.add(s + " AS " + STREAM + m.name());
+            out.add(b + " AS " + BATCH + m.name());
+            out.add("NOT ((" + s + ") <=> (" + b + ")) AS " + CHANGED + m.name());
+            changed.add(CHANGED + m.name());
+        }
+        out.add("t_window_start IS NOT NULL AS in_truth");
+        out.add("coalesce(t_late_records, 0L) AS late_records");
+        Dataset<Row> joined = current.select(c.toArray(Column[]::new)).join(truth.select(t.toArray(Column[]::new)), on, "full_outer")
+                .selectExpr(out.toArray(String[]::new));
+        return joined.withColumn("changed", expr(changed.isEmpty() ? "false" : String.join(" OR ", changed)));
+    }
+
+    /**
+     * The window rows of the report, one per (window, dimensions, measure) whose value changed:
+     * {@code kpi}, {@code measure}, {@code window_start}, {@code window_end}, {@code dimensions}
+     * (a JSON object of the dimensions' values), {@code stream_value}, {@code batch_value},
+     * {@code drift} (batch - stream), {@code drift_rel} ((batch - stream) / batch, null when batch is
+     * 0), {@code estimate} (the stream's value is a sketch's) and {@code late_records} (the window's).
+     */
+    Dataset<Row> windowRows(Dataset<Row> comparison) {
+        String dims = dimensions().isEmpty() ? "'{}'" : "to_json(named_struct(" + String.join(", ", dimensions().stream()
+                .map(d -> "'" + d + "', `" + d + "`").toList()) + "))";
+        List<String> structs = new ArrayList<>();
+        for (Measure m : table.measures()) {
+            structs.add("named_struct('measure', '" + m.name() + "', 'changed', " + CHANGED + m.name() + ", 'stream_value', "
+                    + asValue(m, STREAM + m.name()) + ", 'batch_value', " + asValue(m, BATCH + m.name()) + ", 'estimate', " + m.sketched() + ")");
+        }
+        return comparison.selectExpr("window_start", "window_end", dims + " AS dimensions", "late_records",
+                        "explode(array(" + String.join(", ", structs) + ")) AS m")
+                .filter(col("m.changed"))
+                .selectExpr("'" + table.name() + "' AS kpi", "m.measure AS measure", "window_start", "window_end", "dimensions",
+                        "m.stream_value AS stream_value", "m.batch_value AS batch_value",
+                        // (37,9) - (37,9) fits in (38,9); (38,9) - (38,9) would be rounded to 8 decimals
+                        "CAST(CAST(m.batch_value AS DECIMAL(37,9)) - CAST(coalesce(m.stream_value, 0) AS DECIMAL(37,9)) AS " + VALUE_TYPE
+                                + ") AS drift",
+                        "CASE WHEN m.batch_value IS NULL OR m.batch_value = 0 THEN NULL ELSE CAST(m.batch_value - coalesce(m.stream_value, 0) "
+                                + "AS DOUBLE) / CAST(m.batch_value AS DOUBLE) END AS drift_rel",
+                        "m.estimate AS estimate", "late_records");
+    }
+
+    /**
+     * Each measure's value over a day's rows of the table (its roll-up face, then its value face), as
+     * the report carries it; null where the day has no value or the value is not a number. One
+     * aggregation.
+     */
+    Map<String, BigDecimal> dayValues(Dataset<Row> rows) {
+        List<String> rollups = new ArrayList<>();
+        table.measures().forEach(m -> rollups.addAll(m.rollup()));
+        Dataset<Row> rolled = rows.selectExpr(rollups.toArray(String[]::new));
+        // selectExpr of aggregates over the whole input: one row
+        List<String> values = new ArrayList<>();
+        for (Measure m : table.measures()) {
+            values.add(asValue(m, "(" + m.value() + ")") + " AS `" + m.name() + "`");
+        }
+        Row r = rolled.selectExpr(values.toArray(String[]::new)).first();
+        Map<String, BigDecimal> out = new LinkedHashMap<>();
+        for (int i = 0; i < table.measures().size(); i++) {
+            out.put(table.measures().get(i).name(), r.isNullAt(i) ? null : r.getDecimal(i));
+        }
+        return out;
+    }
+}
