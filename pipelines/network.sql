@@ -31,3 +31,24 @@ SELECT window(event_ts, '5 minutes') AS w,
        approx_count_distinct(subscriber_id) AS subscribers
 FROM STREAM events
 GROUP BY window(event_ts, '5 minutes'), cell_site_id;
+
+-- Late records per event day: how many, how much volume, how late (late_by_ms: how long before
+-- their arrival their window had closed).
+CREATE VIEW late_by_day AS
+SELECT event_date,
+       count(*) AS late_records,
+       CAST(sum(CAST(volume_gb AS DECIMAL(38,9))) AS DECIMAL(38,9)) AS late_gb,
+       max(late_by_ms) AS max_late_by_ms,
+       avg(late_by_ms) AS avg_late_by_ms
+FROM tidemark.late_events
+GROUP BY event_date;
+
+-- Late records per cell and event day.
+CREATE VIEW late_by_cell_day AS
+SELECT event_date, cell_site_id,
+       count(*) AS late_records,
+       CAST(sum(CAST(volume_gb AS DECIMAL(38,9))) AS DECIMAL(38,9)) AS late_gb,
+       max(late_by_ms) AS max_late_by_ms,
+       avg(late_by_ms) AS avg_late_by_ms
+FROM tidemark.late_events
+GROUP BY event_date, cell_site_id;

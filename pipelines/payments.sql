@@ -40,3 +40,13 @@ SELECT window(ts, '1 hour', '15 minutes') AS w, country,
 FROM STREAM payments
 WHERE status <> 'refunded'
 GROUP BY window(ts, '1 hour', '15 minutes'), country;
+
+-- Late payments per event day and country (merchant_1m's windows are tumbling: one late row per payment).
+CREATE VIEW late_by_country_day AS
+SELECT event_date, country,
+       count(*) AS late_payments,
+       sum(amount) AS late_amount,
+       max(late_by_ms) AS max_late_by_ms
+FROM tidemark.late_events
+WHERE kpi = 'merchant_1m'
+GROUP BY event_date, country;

@@ -2,28 +2,20 @@
 -- in-memory, so Lakehouse.createAndRegister creates them (after the tables) in every session.
 -- Statements are separated by a line holding only ';'.
 -- The views of the KPI tables (<table>_final, _hourly, _daily) are generated from the pipeline's
--- definition (io.tidemark.lakehouse.pipeline.KpiViews) and created before these.
+-- definition (io.tidemark.lakehouse.pipeline.KpiViews) and created before these, then the views the
+-- pipeline file declares (CREATE VIEW).
 
--- Late records per event day: how many, how much volume, how late (late_by_ms: how long before
--- their arrival their window had closed).
-CREATE OR REPLACE TEMPORARY VIEW late_by_day AS
+-- Late contributions per event day and KPI table: how many (one per record and window that had
+-- closed), how late (late_by_ms: how long before their arrival their window had closed). Views over the
+-- events' own columns (late volume per cell, say) are declared in the pipeline file.
+CREATE OR REPLACE TEMPORARY VIEW late_by_table_day AS
 SELECT event_date,
+       kpi,
        count(*) AS late_records,
-       CAST(sum(CAST(volume_gb AS DECIMAL(38,9))) AS DECIMAL(38,9)) AS late_gb,
        max(late_by_ms) AS max_late_by_ms,
        avg(late_by_ms) AS avg_late_by_ms
 FROM tidemark.late_events
-GROUP BY event_date
-;
--- Late records per cell and event day.
-CREATE OR REPLACE TEMPORARY VIEW late_by_cell_day AS
-SELECT event_date, cell_site_id,
-       count(*) AS late_records,
-       CAST(sum(CAST(volume_gb AS DECIMAL(38,9))) AS DECIMAL(38,9)) AS late_gb,
-       max(late_by_ms) AS max_late_by_ms,
-       avg(late_by_ms) AS avg_late_by_ms
-FROM tidemark.late_events
-GROUP BY event_date, cell_site_id
+GROUP BY event_date, kpi
 ;
 -- Drift between the stream and the truth per day, KPI table and measure, from the latest reconcile run
 -- of that day (a day reconciled twice shows the second run, whose drift is what arrived in between).

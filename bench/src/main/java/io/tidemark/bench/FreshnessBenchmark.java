@@ -318,7 +318,7 @@ public final class FreshnessBenchmark {
             int withRows = 0;
             StringBuilder csv = new StringBuilder("version,first_seen_ms,max_stream_batch_id\n");
             for (Map.Entry<Long, Long> v : seen.entrySet()) {
-                Row m = lh.readAt(spark, Table.KPI_5M, v.getKey())
+                Row m = lh.readAt(spark, Table.kpi("kpi_5m"), v.getKey())
                         .agg(max("stream_batch_id")).first();
                 csv.append(v.getKey()).append(',').append(v.getValue()).append(',').append(m.isNullAt(0) ? "" : String.valueOf(m.getLong(0))).append('\n');
                 if (m.isNullAt(0)) {

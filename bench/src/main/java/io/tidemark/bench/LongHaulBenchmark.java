@@ -73,7 +73,7 @@ public final class LongHaulBenchmark {
 
     static final String TOPIC = "long-haul-events";
     static final int PARTITIONS = 2;
-    static final List<Table> TABLES = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_PROGRESS);
+    static final List<Table> TABLES = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.kpi("kpi_5m"), Table.STREAM_PROGRESS);
     static final int[] MARKS = {100, 500, 1000, 2000};
     /** Per-batch figures are medians over this many batches ending at a mark (single batches vary too much). */
     static final int MARK_WINDOW = 50;
@@ -341,7 +341,7 @@ public final class LongHaulBenchmark {
             double reconcileS = (System.nanoTime() - t0) / 1e9;
             double maintainS = 0;
             if (maintained) {
-                beforeRounds.add(new Object[] {closed.lastClosed().orElse(null), version(Table.KPI_5M), version(Table.RAW_EVENTS)});
+                beforeRounds.add(new Object[] {closed.lastClosed().orElse(null), version(Table.kpi("kpi_5m")), version(Table.RAW_EVENTS)});
                 long t1 = System.nanoTime();
                 boolean force = config.vacuumRetention().compareTo(Maintenance.SAFE_RETENTION) < 0;
                 new Maintenance(spark, config, jobLog, CommitRetry.defaults()).run(new Maintenance.Options(false, config.vacuumRetention(), force));
@@ -442,14 +442,14 @@ public final class LongHaulBenchmark {
                 kpiBefore = (Long) round[1];
                 rawBefore = (Long) round[2];
             } else {
-                kpiBefore = version(Table.KPI_5M);
+                kpiBefore = version(Table.kpi("kpi_5m"));
                 rawBefore = version(Table.RAW_EVENTS);
                 new Maintenance(spark, config, jobLog, CommitRetry.defaults()).run(new Maintenance.Options(false, null, false));
             }
-            long[] filesBefore = {dayFiles(Table.KPI_5M, day, kpiBefore), dayFiles(Table.RAW_EVENTS, day, rawBefore)};
-            long kpiAfter = version(Table.KPI_5M);
+            long[] filesBefore = {dayFiles(Table.kpi("kpi_5m"), day, kpiBefore), dayFiles(Table.RAW_EVENTS, day, rawBefore)};
+            long kpiAfter = version(Table.kpi("kpi_5m"));
             long rawAfter = version(Table.RAW_EVENTS);
-            long[] filesAfter = {dayFiles(Table.KPI_5M, day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
+            long[] filesAfter = {dayFiles(Table.kpi("kpi_5m"), day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
             o.put("versions", "kpi_5m " + kpiBefore + " -> " + kpiAfter + ", raw_events " + rawBefore + " -> " + rawAfter);
             String kpiSql = "SELECT cell_site_id, sum(record_count) AS records, sum(total_gb) AS gb, "
                     + KpiComputation.distinctOfUnion("subscriber_sketch") + " AS subscribers FROM %s VERSION AS OF %d "
@@ -459,7 +459,7 @@ public final class LongHaulBenchmark {
                     + "WHERE event_date = DATE'" + day + "'";
             String[] names = {"kpi_daily of the day", "raw_events scan of the day"};
             String[][] sql = {
-                {String.format(kpiSql, lakehouse.ref(Table.KPI_5M), kpiBefore), String.format(kpiSql, lakehouse.ref(Table.KPI_5M), kpiAfter)},
+                {String.format(kpiSql, lakehouse.ref(Table.kpi("kpi_5m")), kpiBefore), String.format(kpiSql, lakehouse.ref(Table.kpi("kpi_5m")), kpiAfter)},
                 {String.format(rawSql, lakehouse.ref(Table.RAW_EVENTS), rawBefore), String.format(rawSql, lakehouse.ref(Table.RAW_EVENTS), rawAfter)}};
             o.put("day", day.toString());
             o.put("micro_batches_that_wrote_the_day", writers);
@@ -957,11 +957,7 @@ public final class LongHaulBenchmark {
             }
             Path last = log.resolve("_last_checkpoint");
             long entries = Files.exists(last) ? BenchResults.JSON.readTree(last.toFile()).path("size").asLong() : 0;
-            String day = switch (t) {
-                case DEAD_LETTER -> "arrival_date";
-                case STREAM_PROGRESS -> null;
-                default -> "event_date";
-            };
+            String day = t.equals(Table.DEAD_LETTER) ? "arrival_date" : t.equals(Table.STREAM_PROGRESS) ? null : "event_date";
             long closedDays = 0, closedFiles = 0, openFiles = 0, earlyFiles = 0;
             if (day != null) {
                 for (Row r : lakehouse.read(spark, t).groupBy(day)

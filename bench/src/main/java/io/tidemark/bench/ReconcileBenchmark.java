@@ -188,8 +188,8 @@ public final class ReconcileBenchmark {
 
     static Run reconcile(SparkSession spark, Path lakehouse, long kpiVersion, String what, long events, int round, String load) {
         Lakehouse l = new Lakehouse(lakehouse.toString());
-        if (l.version(spark, Table.KPI_5M) != kpiVersion) {
-            spark.sql("RESTORE TABLE " + l.ref(Table.KPI_5M) + " TO VERSION AS OF " + kpiVersion);
+        if (l.version(spark, Table.kpi("kpi_5m")) != kpiVersion) {
+            spark.sql("RESTORE TABLE " + l.ref(Table.kpi("kpi_5m")) + " TO VERSION AS OF " + kpiVersion);
         }
         TidemarkConfig config = TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, lakehouse.toString()).build();
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -236,7 +236,7 @@ public final class ReconcileBenchmark {
         writeDays(spark, l1, List.of(TARGET), p.dayEvents(), p.filesPerDay());
         writeStreamKpis(spark, l1, TARGET.minusDays(1), TARGET);
         writeProgress(spark, l1);
-        Files.writeString(h1.resolve("kpi_5m.generated-version"), String.valueOf(l1.version(spark, Table.KPI_5M)));
+        Files.writeString(h1.resolve("kpi_5m.generated-version"), String.valueOf(l1.version(spark, Table.kpi("kpi_5m"))));
         if (p.historyDays() > 1) {
             System.out.println("copying h1 to " + hN.getFileName() + " ...");
             copyRecursively(h1, hN);
@@ -247,7 +247,7 @@ public final class ReconcileBenchmark {
             }
             writeDays(spark, lN, older, p.historyEvents(), p.filesPerDay());
             writeStreamKpis(spark, lN, older.get(0), older.get(older.size() - 1));
-            Files.writeString(hN.resolve("kpi_5m.generated-version"), String.valueOf(lN.version(spark, Table.KPI_5M)));
+            Files.writeString(hN.resolve("kpi_5m.generated-version"), String.valueOf(lN.version(spark, Table.kpi("kpi_5m"))));
         }
     }
 
@@ -299,7 +299,7 @@ public final class ReconcileBenchmark {
                 .withColumn("is_final", lit(true))
                 .withColumn("source", lit("stream"))
                 .withColumn("stream_batch_id", lit(0L));
-        l.append(asTable(spark, l, Table.KPI_5M, kpis), Table.KPI_5M);
+        l.append(asTable(spark, l, Table.kpi("kpi_5m"), kpis), Table.kpi("kpi_5m"));
         System.out.printf("  kpi_5m (stream rows) %s..%s in %.1f s%n", from, to, (System.currentTimeMillis() - t0) / 1000.0);
     }
 

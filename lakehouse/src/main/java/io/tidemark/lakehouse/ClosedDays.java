@@ -37,6 +37,20 @@ public final class ClosedDays {
         return new ClosedDays(next, next.lastClosedDay().orElse(null), true);
     }
 
+    /**
+     * The decision for the watermark in force for the next batch when a day's last windows end
+     * {@code spill} after its midnight (a hopping window that starts before midnight ends after it:
+     * {@link io.tidemark.lakehouse.pipeline.Pipeline#daySpill}): a day closes when every window starting
+     * on it has.
+     */
+    public static ClosedDays decidedBy(Watermark next, java.time.Duration spill) {
+        if (spill.isZero() || !next.isRecorded()) {
+            return decidedBy(next);
+        }
+        Watermark shifted = Watermark.ofMillis(Math.max(1L, next.millis() - spill.toMillis()));
+        return new ClosedDays(next, shifted.lastClosedDay().orElse(null), true);
+    }
+
     /** Nothing closed: the stream has recorded no batch. */
     public static ClosedDays none() {
         return decidedBy(Watermark.NONE);

@@ -10,6 +10,7 @@ import static org.apache.spark.sql.functions.when;
 import java.time.LocalDate;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
@@ -22,22 +23,35 @@ import org.apache.spark.sql.SparkSession;
 import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
- * One day's records in the raw log against the records its KPI rows count.
+ * One day's records in the raw log against the records its KPI rows count, per KPI table.
  *
- * <p>The stream counts only on-time records; reconcile counts them all. So a day balances exactly
- * when it has had no late records, or when it has been reconciled since its last late record: an
- * unbalanced closed day is <em>dirty</em>, and this single rule covers "received late records since
- * last reconciled" as well as any other disagreement between the raw log and the KPIs.
+ * <p>The stream counts only the contributions whose window is still open; reconcile counts them all.
+ * So a KPI table's day balances exactly when none of its contributions came late, or when it has been
+ * reconciled since the last one: an unbalanced closed day is <em>dirty</em>, and this single rule covers
+ * "received late records since last reconciled", "a KPI table added since" (it counts nothing for the
+ * days before it) and any other disagreement between the raw log and the KPIs. What a table counts is
+ * its {@code count(*)} measure without FILTER ({@link io.tidemark.lakehouse.pipeline.Pipeline.KpiTable#recordCount});
+ * what it should count is the raw records its WHERE keeps, once for each of their windows that start on the day.
  *
  * @param rawRecords  rows of {@code raw_events} with this event_date (late ones included)
  * @param lateRecords of which flagged late
- * @param kpiRecords  sum of {@code kpi_5m.record_count} of the day
- * @param kpiRows     (window, cell) rows of the day in {@code kpi_5m}
+ * @param kpiRecords  what the first KPI table counts for the day (its record count measure summed)
+ * @param kpiRows     (window, dimensions) rows of the day in the first KPI table
+ * @param unbalanced  the KPI tables whose count for the day differs from the raw log's
  */
-public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows) {
+public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows, java.util.Set<String> unbalanced) {
+
+    public DayBalance {
+        unbalanced = java.util.Collections.unmodifiableSet(new java.util.TreeSet<>(unbalanced));
+    }
+
+    /** The balance of a pipeline with one KPI table that counts every raw record once (the shipped network pipeline's). */
+    public DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows) {
+        this(day, rawRecords, lateRecords, kpiRecords, kpiRows, rawRecords == kpiRecords ? java.util.Set.of() : java.util.Set.of("kpi"));
+    }
 
     public boolean isDirty() {
-        return rawRecords != kpiRecords;
+        return !unbalanced.isEmpty();
     }
 
     /**
@@ -45,30 +59,75 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
      * included; null for no bound), by day.
      */
     public static NavigableMap<LocalDate, DayBalance> load(SparkSession spark, Lakehouse lakehouse, LocalDate from, LocalDate to) {
-        Column inRange = lit(true);
-        if (from != null) {
-            inRange = inRange.and(col("event_date").geq(lit(java.sql.Date.valueOf(from))));
-        }
-        if (to != null) {
-            inRange = inRange.and(col("event_date").leq(lit(java.sql.Date.valueOf(to))));
-        }
-        Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).filter(inRange)
+        Column inRange = range("event_date", from, to);
+        TreeMap<LocalDate, long[]> raw = new TreeMap<>();
+        lakehouse.read(spark, Table.RAW_EVENTS).filter(inRange)
                 .groupBy(col("event_date"))
-                .agg(count(lit(1)).as("raw_records"), sum(when(col("is_late"), 1L).otherwise(0L)).as("late_records"));
-        Dataset<Row> kpi = lakehouse.read(spark, Table.KPI_5M).filter(inRange)
-                .groupBy(col("event_date"))
-                .agg(sum(col("record_count")).as("kpi_records"), count(lit(1)).as("kpi_rows"));
-        List<Row> rows = raw.join(kpi, raw.col("event_date").equalTo(kpi.col("event_date")), "full_outer")
-                .select(coalesce(raw.col("event_date"), kpi.col("event_date")),
-                        coalesce(col("raw_records"), lit(0L)), coalesce(col("late_records"), lit(0L)),
-                        coalesce(col("kpi_records"), lit(0L)), coalesce(col("kpi_rows"), lit(0L)))
-                .collectAsList();
+                .agg(count(lit(1)).as("raw_records"), sum(when(col("is_late"), 1L).otherwise(0L)).as("late_records"))
+                .collectAsList().forEach(r -> raw.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        java.util.Set<LocalDate> days = new java.util.TreeSet<>(raw.keySet());
+        List<Map<LocalDate, long[]>> counted = new java.util.ArrayList<>();
+        List<Map<LocalDate, Long>> expected = new java.util.ArrayList<>();
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+            Map<LocalDate, long[]> c = new TreeMap<>();
+            String records = t.recordCount().map(io.tidemark.lakehouse.pipeline.Measure::name).orElseThrow();
+            lakehouse.read(spark, Table.kpi(t.name())).filter(inRange)
+                    .groupBy(col("event_date"))
+                    .agg(coalesce(sum(col(records)), lit(0L)).as("kpi_records"), count(lit(1)).as("kpi_rows"))
+                    .collectAsList().forEach(r -> c.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
+            counted.add(c);
+            days.addAll(c.keySet());
+            expected.add(expected(spark, lakehouse, pipeline, t, raw, from, to));
+            days.addAll(expected.get(expected.size() - 1).keySet());
+        }
         NavigableMap<LocalDate, DayBalance> out = new TreeMap<>();
-        for (Row r : rows) {
-            LocalDate d = r.getDate(0).toLocalDate();
-            out.put(d, new DayBalance(d, r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4)));
+        for (LocalDate d : days) {
+            long[] r = raw.getOrDefault(d, new long[2]);
+            java.util.Set<String> unbalanced = new java.util.TreeSet<>();
+            for (int i = 0; i < counted.size(); i++) {
+                if (counted.get(i).getOrDefault(d, new long[2])[0] != expected.get(i).getOrDefault(d, 0L)) {
+                    unbalanced.add(pipeline.tables().get(i).name());
+                }
+            }
+            long[] first = counted.isEmpty() ? new long[2] : counted.get(0).getOrDefault(d, new long[2]);
+            out.put(d, new DayBalance(d, r[0], r[1], first[0], first[1], unbalanced));
         }
         return Collections.unmodifiableNavigableMap(out);
+    }
+
+    /**
+     * What KPI table {@code t} should count per day: its raw records once per window, by the window's day.
+     * A tumbling table without WHERE counts each raw record once on its own day (no second read).
+     */
+    private static Map<LocalDate, Long> expected(SparkSession spark, Lakehouse lakehouse, io.tidemark.lakehouse.pipeline.Pipeline pipeline,
+                                                 io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t, Map<LocalDate, long[]> raw,
+                                                 LocalDate from, LocalDate to) {
+        Map<LocalDate, Long> out = new TreeMap<>();
+        if (t.window().tumbling() && t.where() == null) {
+            raw.forEach((d, r) -> out.put(d, r[0]));
+            return out;
+        }
+        // A hopping window that starts on a day can hold records of the next one.
+        Dataset<Row> records = lakehouse.read(spark, Table.RAW_EVENTS).filter(range("event_date", from, to == null ? null : to.plusDays(1)));
+        if (t.where() != null) {
+            records = records.filter(org.apache.spark.sql.functions.expr(t.where()));
+        }
+        io.tidemark.lakehouse.pipeline.KpiAggregation.windowed(records, pipeline.events().eventTime(), t.window())
+                .filter(range("event_date", from, to)).groupBy(col("event_date")).agg(count(lit(1)))
+                .collectAsList().forEach(r -> out.put(r.getDate(0).toLocalDate(), r.getLong(1)));
+        return out;
+    }
+
+    private static Column range(String column, LocalDate from, LocalDate to) {
+        Column inRange = lit(true);
+        if (from != null) {
+            inRange = inRange.and(col(column).geq(lit(java.sql.Date.valueOf(from))));
+        }
+        if (to != null) {
+            inRange = inRange.and(col(column).leq(lit(java.sql.Date.valueOf(to))));
+        }
+        return inRange;
     }
 
     /**

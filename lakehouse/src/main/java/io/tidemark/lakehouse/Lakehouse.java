@@ -25,16 +25,50 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class Lakehouse {
 
-    /** The tables: those of sql/tables.sql, and those whose columns the pipeline decides (raw_events, kpi_5m, late_events). */
-    public enum Table {
-        RAW_EVENTS, KPI_5M, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT, EXPIRED_DAYS;
+    /**
+     * A table of the lakehouse, by name: Tidemark's own (the constants: those of sql/tables.sql, and
+     * raw_events and late_events, whose event columns the pipeline decides) or a KPI table the pipeline
+     * declares ({@link #kpi}). {@link Lakehouse#tables()} lists those of one lakehouse.
+     */
+    public record Table(String tableName) {
+        public static final Table RAW_EVENTS = new Table("raw_events");
+        public static final Table LATE_EVENTS = new Table("late_events");
+        public static final Table DEAD_LETTER = new Table("dead_letter");
+        public static final Table STREAM_PROGRESS = new Table("stream_progress");
+        public static final Table STREAM_GAPS = new Table("stream_gaps");
+        public static final Table RECONCILE_REPORT = new Table("reconcile_report");
+        public static final Table EXPIRED_DAYS = new Table("expired_days");
+        /** Tidemark's own tables, in the order {@link Lakehouse#tables()} lists them (the KPI tables go after raw_events). */
+        public static final List<Table> OWN = List.of(RAW_EVENTS, LATE_EVENTS, DEAD_LETTER, STREAM_PROGRESS, STREAM_GAPS, RECONCILE_REPORT,
+                EXPIRED_DAYS);
 
-        public String tableName() {
-            return name().toLowerCase(Locale.ROOT);
+        public Table {
+            if (tableName == null || !tableName.matches("[a-z][a-z0-9_]*")) {
+                throw new IllegalArgumentException("a table name of lower-case letters, digits and underscores; got " + tableName);
+            }
+        }
+
+        /** The KPI table {@code name} of a pipeline. */
+        public static Table kpi(String name) {
+            Table t = new Table(name.toLowerCase(Locale.ROOT));
+            if (OWN.contains(t)) {
+                throw new IllegalArgumentException(name + " is one of Tidemark's own tables, not a KPI table");
+            }
+            return t;
+        }
+
+        /** Whether it is a KPI table (not one of {@link #OWN}). */
+        public boolean isKpi() {
+            return !OWN.contains(this);
         }
 
         public String sqlName() {
-            return "tidemark." + tableName();
+            return "tidemark." + tableName;
+        }
+
+        @Override
+        public String toString() {
+            return tableName;
         }
     }
 
@@ -63,6 +97,20 @@ public final class Lakehouse {
 
     public String root() {
         return root;
+    }
+
+    /** Every table of this lakehouse: raw_events, the pipeline's KPI tables in the file's order, then Tidemark's other tables. */
+    public List<Table> tables() {
+        List<Table> out = new ArrayList<>();
+        out.add(Table.RAW_EVENTS);
+        out.addAll(kpiTables());
+        Table.OWN.stream().skip(1).forEach(out::add);
+        return out;
+    }
+
+    /** The pipeline's KPI tables, in the file's order. */
+    public List<Table> kpiTables() {
+        return pipeline().tables().stream().map(t -> Table.kpi(t.name())).toList();
     }
 
     public String path(Table t) {
@@ -156,7 +204,7 @@ public final class Lakehouse {
                 }
                 continue;
             }
-            Table table = Table.valueOf(m.group(1).toUpperCase(Locale.ROOT));
+            Table table = new Table(m.group(1).toLowerCase(Locale.ROOT));
             // Create by path, so the table exists at this lakehouse whatever the session's catalog holds...
             String byPath = m.replaceFirst("CREATE TABLE IF NOT EXISTS " + java.util.regex.Matcher.quoteReplacement(ref(table)) + " (")
                     .replaceAll("(?m)^LOCATION .*$", "");
@@ -183,7 +231,7 @@ public final class Lakehouse {
      * holding its lease and before its first batch.
      */
     public void applyDeclaredProperties(SparkSession spark) {
-        for (Table table : Table.values()) {
+        for (Table table : tables()) {
             java.util.Map<String, String> declared = declaredProperties(table);
             if (declared.isEmpty()) {
                 continue;
@@ -202,8 +250,8 @@ public final class Lakehouse {
     }
 
     /** The {@code TBLPROPERTIES} a table's definition declares, in declaration order (empty when none). */
-    public static java.util.Map<String, String> declaredProperties(Table table) {
-        for (String statement : new Lakehouse("").tableStatements()) {
+    public java.util.Map<String, String> declaredProperties(Table table) {
+        for (String statement : tableStatements()) {
             java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
             if (m.find() && m.group(1).equalsIgnoreCase(table.tableName())) {
                 java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
@@ -250,13 +298,13 @@ public final class Lakehouse {
     }
 
     /**
-     * The schema a table's definition declares (sql/tables.sql, or for raw_events, kpi_5m and
-     * late_events the default pipeline's, which every pipeline the jobs run shares): the one definition of its columns, their
-     * order, types and nullability. Writers build their rows with it ({@link #row}); no Java copy.
+     * The schema a table's definition declares (sql/tables.sql, or the pipeline's for raw_events,
+     * late_events and the KPI tables): the one definition of its columns, their order, types and
+     * nullability. Writers build their rows with it ({@link #row}); no Java copy.
      */
-    public static StructType schema(Table table) {
-        return SCHEMAS.computeIfAbsent(table, t -> {
-            for (String statement : new Lakehouse("").tableStatements()) {
+    public StructType schema(Table table) {
+        return schemas.computeIfAbsent(table, t -> {
+            for (String statement : tableStatements()) {
                 java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
                 if (m.find() && m.group(1).equalsIgnoreCase(t.tableName())) {
                     int end = statement.indexOf("\n) USING");
@@ -266,18 +314,28 @@ public final class Lakehouse {
                     return StructType.fromDDL(statement.substring(m.end(), end).trim());
                 }
             }
-            throw new IllegalStateException("no definition of table " + t.tableName());
+            throw new IllegalStateException("no definition of table " + t.tableName() + " in " + pipeline().file() + " or sql/tables.sql");
         });
     }
 
-    private static final java.util.Map<Table, StructType> SCHEMAS = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.Map<Table, StructType> schemas = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** The schema of one of sql/tables.sql's tables, whose columns no pipeline changes (stream_progress, dead_letter...). */
+    public static StructType ownSchema(Table table) {
+        if (table.isKpi() || table.equals(Table.RAW_EVENTS) || table.equals(Table.LATE_EVENTS)) {
+            throw new IllegalArgumentException(table + ": its columns depend on the pipeline; ask the lakehouse (schema)");
+        }
+        return OWN_SCHEMAS.computeIfAbsent(table, t -> new Lakehouse("").schema(t));
+    }
+
+    private static final java.util.Map<Table, StructType> OWN_SCHEMAS = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
-     * A row of {@code table} from its values by column name, in the order of {@link #schema}: a column
+     * A row of one of sql/tables.sql's tables ({@link #ownSchema}) from its values by column name, in the order of {@link #schema}: a column
      * without a value, or a value without a column, is a programming error and fails at once.
      */
     public static Row row(Table table, java.util.Map<String, ?> values) {
-        StructType schema = schema(table);
+        StructType schema = ownSchema(table);
         Object[] fields = new Object[schema.size()];
         for (int i = 0; i < fields.length; i++) {
             String name = schema.fields()[i].name();
@@ -317,10 +375,12 @@ public final class Lakehouse {
 
     /**
      * The analyst views, each a {@code CREATE OR REPLACE TEMPORARY VIEW}: those of the pipeline's KPI
-     * tables ({@link io.tidemark.lakehouse.pipeline.KpiViews}), then {@code sql/views.sql}'s, in order.
+     * tables ({@link io.tidemark.lakehouse.pipeline.KpiViews}), then those the pipeline file declares, then
+     * {@code sql/views.sql}'s, in order.
      */
     public List<String> viewStatements() {
         List<String> out = new ArrayList<>(io.tidemark.lakehouse.pipeline.KpiViews.statements(pipeline()));
+        pipeline().views().forEach(v -> out.add(v.statement()));
         out.addAll(statements("views.sql"));
         return out;
     }

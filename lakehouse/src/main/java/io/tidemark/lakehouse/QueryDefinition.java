@@ -26,7 +26,7 @@ import io.tidemark.lakehouse.pipeline.Pipeline;
 /**
  * The settings that decide what the stream's numbers mean, recorded where they cannot be separated
  * from what they describe: a file {@value #FILE} in the checkpoint directory, and table properties
- * {@code tidemark.query.*} on {@code kpi_5m} and {@code stream_progress}.
+ * {@code tidemark.query.*} on each KPI table and {@code stream_progress}.
  *
  * <p>Which settings these are, and how each may change, is declared with the setting
  * ({@link TidemarkConfig.Scope} of each {@link Key}). Today:
@@ -54,7 +54,6 @@ public record QueryDefinition(Map<String, String> settings) {
     private static final Map<Key, String> BEFORE_IT_WAS_RECORDED = Map.of(Key.WATERMARK_POLICY, "spark");
     /** The recorded settings, in the order of their declaration. */
     private static final List<Key> ORDER = java.util.Arrays.stream(Key.values()).filter(k -> k.scope != TidemarkConfig.Scope.RUN).toList();
-    private static final List<Table> STAMPED = List.of(Table.KPI_5M, Table.STREAM_PROGRESS);
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** Prefix of a KPI table's entry: {@code kpi.<table>} = {@link io.tidemark.lakehouse.pipeline.Pipeline.KpiTable#definition}. */
@@ -73,6 +72,13 @@ public record QueryDefinition(Map<String, String> settings) {
             m.put(KPI_PREFIX + t.name(), t.definition());
         }
         return new QueryDefinition(java.util.Collections.unmodifiableMap(m));
+    }
+
+    /** The tables that carry the definition as properties: the KPI tables and stream_progress. */
+    private static List<Table> stamped(Lakehouse lakehouse) {
+        List<Table> out = new ArrayList<>(lakehouse.kpiTables());
+        out.add(Table.STREAM_PROGRESS);
+        return out;
     }
 
     private static List<Key> keys(TidemarkConfig.Scope scope) {
@@ -141,7 +147,7 @@ public record QueryDefinition(Map<String, String> settings) {
         QueryDefinition now = of(config);
         Map<String, String> settings = now.settings();
         Lakehouse lakehouse = Lakehouse.of(config);
-        for (Table t : STAMPED) {
+        for (Table t : stamped(lakehouse)) {
             Map<String, String> props = tableSettings(spark, lakehouse, t);
             if (!settings.equals(props)) {
                 StringBuilder sql = new StringBuilder("ALTER TABLE " + lakehouse.ref(t) + " SET TBLPROPERTIES (");
@@ -169,11 +175,12 @@ public record QueryDefinition(Map<String, String> settings) {
      */
     public static void requireLakehouseDefinition(SparkSession spark, TidemarkConfig config) {
         Lakehouse lakehouse = Lakehouse.of(config);
-        Map<String, String> props = tableSettings(spark, lakehouse, Table.KPI_5M);
+        Table first = lakehouse.kpiTables().get(0);
+        Map<String, String> props = tableSettings(spark, lakehouse, first);
         String recorded = props.get(Key.WINDOW.name);
         if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
             throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + human(Duration.parse(recorded))
-                    + " KPI windows (kpi_5m property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
+                    + " KPI windows (" + first + " property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
                     + human(config.window()) + "; set window back to " + human(Duration.parse(recorded))
                     + " (the stream's window): reconcile recomputes days with the window the stream wrote");
         }
@@ -279,7 +286,7 @@ public record QueryDefinition(Map<String, String> settings) {
         if (!file.isEmpty()) {
             out.add(new Recorded(null, file));
         }
-        for (Table t : STAMPED) {
+        for (Table t : stamped(lakehouse)) {
             Map<String, String> props = tableSettings(spark, lakehouse, t);
             if (!props.isEmpty()) {
                 out.add(new Recorded(t, props));

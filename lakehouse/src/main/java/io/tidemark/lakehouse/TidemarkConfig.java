@@ -79,6 +79,9 @@ public final class TidemarkConfig {
      * held equal by a test) are derived from these. Docs are markdown: {@code `code`} and links,
      * which {@code --help} prints plain.
      */
+    /** The KPI table whose window the {@code window} setting is: the shipped network pipeline's. */
+    public static final String WINDOW_TABLE = "kpi_5m";
+
     public enum Key {
         KAFKA_BOOTSTRAP("kafka.bootstrap-servers", Type.TEXT, "127.0.0.1:9092", Scope.RUN, "Kafka bootstrap servers"),
         PIPELINE("pipeline", Type.TEXT, "network", Scope.RUN, "the pipeline: the events and the KPIs over them, a shipped one by "
@@ -131,7 +134,7 @@ public final class TidemarkConfig {
                 "the same for `late_events` (reconciled, clean days only); 0 keeps every day"),
         RETENTION_DEAD_LETTER_DAYS("retention.dead-letter-days", Type.COUNT, "0", Scope.RUN,
                 "the same for `dead_letter`, by arrival date, closed days only; 0 keeps every day"),
-        RETENTION_KPI_DAYS("retention.kpi-days", Type.COUNT, "0", Scope.RUN, "the same for `kpi_5m`, only days whose raw events are "
+        RETENTION_KPI_DAYS("retention.kpi-days", Type.COUNT, "0", Scope.RUN, "the same for every KPI table, only days whose raw events are "
                 + "gone (else reconcile would rebuild them): needs `retention.raw-days`, at least as many days; 0 keeps every day"),
         CATALOG_METASTORE("catalog.metastore", Type.METASTORE, "", Scope.RUN, "Hive metastore `tidemark catalog` registers the tables "
                 + "and views in: a directory (embedded Derby, `<dir>/metastore_db`, for one machine) or `thrift://host:port` (several "
@@ -346,8 +349,8 @@ public final class TidemarkConfig {
                 Map<Key, String[]> fromFile = new LinkedHashMap<>();
                 fromFile.put(Key.TOPIC, new String[] {p.events().topic(), "its event table's option topic"});
                 fromFile.put(Key.LATENESS, new String[] {p.events().lateness().toString(), "its event table's option lateness"});
-                p.table(Lakehouse.Table.KPI_5M.tableName()).ifPresent(t ->
-                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table kpi_5m"}));
+                p.table(WINDOW_TABLE).ifPresent(t ->
+                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + WINDOW_TABLE}));
                 for (Map.Entry<Key, String[]> e : fromFile.entrySet()) {
                     Key k = e.getKey();
                     String mine = v.get(k);
@@ -374,14 +377,14 @@ public final class TidemarkConfig {
         private static io.tidemark.lakehouse.pipeline.Pipeline readPipeline(String named) {
             try {
                 if (named.matches("[a-z][a-z0-9_-]*")) {
-                    return io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named).requireRunnable();
+                    return io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named);
                 }
                 Path file = Path.of(named);
                 if (!Files.isRegularFile(file)) {
                     throw new IllegalArgumentException("setting pipeline = '" + named + "': no such file (give a pipeline file, or the name of a "
                             + "shipped pipeline: " + io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT + ")");
                 }
-                return io.tidemark.lakehouse.pipeline.PipelineParser.parse(file).requireRunnable();
+                return io.tidemark.lakehouse.pipeline.PipelineParser.parse(file);
             } catch (io.tidemark.lakehouse.pipeline.PipelineException | java.io.UncheckedIOException e) {
                 throw new IllegalArgumentException("pipeline " + e.getMessage(), e);
             }
@@ -397,13 +400,13 @@ public final class TidemarkConfig {
             throw new IllegalArgumentException("window must divide a day evenly so windows never straddle midnight; got " + get(Key.WINDOW));
         }
         int raw = retentionDays(Lakehouse.Table.RAW_EVENTS);
-        int kpi = retentionDays(Lakehouse.Table.KPI_5M);
+        int kpi = (int) Math.min(36_500, count(Key.RETENTION_KPI_DAYS));
         if (kpi > 0 && (raw == 0 || kpi < raw)) {
             throw new IllegalArgumentException("retention.kpi-days (" + kpi + ") needs retention.raw-days set and at most as large (it is "
                     + raw + "): KPI rows are only deleted for days whose raw events are gone, or reconcile would rebuild them");
         }
         trigger();
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+        for (Lakehouse.Table t : Lakehouse.Table.OWN) {
             retentionDays(t);
         }
         if (leaseTimeout().compareTo(Duration.ofSeconds(4)) < 0) {
@@ -538,13 +541,11 @@ public final class TidemarkConfig {
 
     /** Days of a table that {@code tidemark maintain} keeps before the last closed day; 0 = every day. */
     public int retentionDays(Lakehouse.Table table) {
-        Key k = switch (table) {
-            case RAW_EVENTS -> Key.RETENTION_RAW_DAYS;
-            case LATE_EVENTS -> Key.RETENTION_LATE_DAYS;
-            case DEAD_LETTER -> Key.RETENTION_DEAD_LETTER_DAYS;
-            case KPI_5M -> Key.RETENTION_KPI_DAYS;
-            default -> null;
-        };
+        Key k = table.isKpi() ? Key.RETENTION_KPI_DAYS
+                : table.equals(Lakehouse.Table.RAW_EVENTS) ? Key.RETENTION_RAW_DAYS
+                : table.equals(Lakehouse.Table.LATE_EVENTS) ? Key.RETENTION_LATE_DAYS
+                : table.equals(Lakehouse.Table.DEAD_LETTER) ? Key.RETENTION_DEAD_LETTER_DAYS
+                : null;
         return k == null ? 0 : (int) Math.min(36_500, count(k));
     }
 

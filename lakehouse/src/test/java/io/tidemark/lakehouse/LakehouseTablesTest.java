@@ -43,14 +43,14 @@ class LakehouseTablesTest {
 
     @Test
     void writersUseTheSchemaOfTablesSqlAndNoOther() {
-        assertThat(Lakehouse.schema(Table.STREAM_GAPS).fieldNames()).containsExactly("batch_id", "topic", "partition", "expected_offset",
+        assertThat(Lakehouse.ownSchema(Table.STREAM_GAPS).fieldNames()).containsExactly("batch_id", "topic", "partition", "expected_offset",
                 "resumed_offset", "lost_records", "kind", "detected_at");
-        assertThat(Lakehouse.schema(Table.STREAM_PROGRESS).apply("last_closed_day").dataType()).isEqualTo(DataTypes.DateType);
-        assertThat(Lakehouse.schema(Table.STREAM_PROGRESS).apply("batch_id").nullable()).isFalse();
-        assertThat(Lakehouse.schema(Table.KPI_5M).apply("total_gb").dataType().sql()).isEqualTo("DECIMAL(38,9)");
+        assertThat(Lakehouse.ownSchema(Table.STREAM_PROGRESS).apply("last_closed_day").dataType()).isEqualTo(DataTypes.DateType);
+        assertThat(Lakehouse.ownSchema(Table.STREAM_PROGRESS).apply("batch_id").nullable()).isFalse();
+        assertThat(new Lakehouse("").schema(Table.kpi("kpi_5m")).apply("total_gb").dataType().sql()).isEqualTo("DECIMAL(38,9)");
         Map<String, Object> v = new HashMap<>();
         assertThatThrownBy(() -> Lakehouse.row(Table.STREAM_GAPS, v)).hasMessage("stream_gaps row without column batch_id");
-        for (String c : Lakehouse.schema(Table.STREAM_GAPS).fieldNames()) {
+        for (String c : Lakehouse.ownSchema(Table.STREAM_GAPS).fieldNames()) {
             v.put(c, null);
         }
         v.put("batch_id", 3L);
@@ -85,12 +85,12 @@ class LakehouseTablesTest {
         // The stream sets the declared Delta properties on a table created before they were declared, once.
         assertThat(properties(lakehouse, Table.STREAM_PROGRESS)).doesNotContainKey("delta.logRetentionDuration");
         lakehouse.applyDeclaredProperties(spark);
-        assertThat(properties(lakehouse, Table.STREAM_PROGRESS)).containsAllEntriesOf(Lakehouse.declaredProperties(Table.STREAM_PROGRESS));
+        assertThat(properties(lakehouse, Table.STREAM_PROGRESS)).containsAllEntriesOf(new Lakehouse("").declaredProperties(Table.STREAM_PROGRESS));
         long version = io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(Table.STREAM_PROGRESS)).history(1).first().getLong(0);
         lakehouse.applyDeclaredProperties(spark);
         assertThat(io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(Table.STREAM_PROGRESS)).history(1).first().getLong(0))
                 .as("nothing to change: no commit").isEqualTo(version);
-        assertThat(properties(lakehouse, Table.RAW_EVENTS)).as("created with them").containsAllEntriesOf(Lakehouse.declaredProperties(Table.RAW_EVENTS));
+        assertThat(properties(lakehouse, Table.RAW_EVENTS)).as("created with them").containsAllEntriesOf(new Lakehouse("").declaredProperties(Table.RAW_EVENTS));
         assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).isEmpty();
 
         // Batch 2 decided 2026-11-28 but finished "before" batch 1 by the wall clock (a clock step):
@@ -114,12 +114,12 @@ class LakehouseTablesTest {
     void theTablesTheStreamWritesEveryBatchDeclareTheSameLogProperties() {
         Map<String, String> expected = Map.of("delta.checkpointInterval", "10", "delta.logRetentionDuration", "interval 7 days",
                 "delta.deletedFileRetentionDuration", "interval 7 days");
-        for (Table t : java.util.List.of(Table.RAW_EVENTS, Table.KPI_5M, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.STREAM_PROGRESS)) {
-            assertThat(Lakehouse.declaredProperties(t)).as(t.tableName()).containsAllEntriesOf(expected);
+        for (Table t : java.util.List.of(Table.RAW_EVENTS, Table.kpi("kpi_5m"), Table.LATE_EVENTS, Table.DEAD_LETTER, Table.STREAM_PROGRESS)) {
+            assertThat(new Lakehouse("").declaredProperties(t)).as(t.tableName()).containsAllEntriesOf(expected);
         }
-        assertThat(Lakehouse.declaredProperties(Table.RAW_EVENTS)).containsEntry("delta.dataSkippingStatsColumns",
+        assertThat(new Lakehouse("").declaredProperties(Table.RAW_EVENTS)).containsEntry("delta.dataSkippingStatsColumns",
                 "event_ts,cell_site_id,kafka_partition,kafka_offset,batch_id");
-        assertThat(Lakehouse.declaredProperties(Table.STREAM_GAPS)).isEmpty();
+        assertThat(new Lakehouse("").declaredProperties(Table.STREAM_GAPS)).isEmpty();
     }
 
     private static void append(Lakehouse lakehouse, long batchId, Instant nextWatermark, Instant finished) {
@@ -128,7 +128,7 @@ class LakehouseTablesTest {
 
     private static void append(Lakehouse lakehouse, long batchId, Instant nextWatermark, Instant finished, LocalDate lastClosed) {
         Map<String, Object> v = new HashMap<>();
-        for (String c : Lakehouse.schema(Table.STREAM_PROGRESS).fieldNames()) {
+        for (String c : Lakehouse.ownSchema(Table.STREAM_PROGRESS).fieldNames()) {
             v.put(c, null);
         }
         Timestamp f = Timestamp.from(finished);

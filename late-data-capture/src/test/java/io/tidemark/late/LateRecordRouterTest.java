@@ -2,7 +2,6 @@ package io.tidemark.late;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.ArrayList;
@@ -10,6 +9,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.stream.IntStream;
 
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.lakehouse.pipeline.PipelineParser;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -25,13 +27,14 @@ import org.junit.jupiter.api.Test;
  * and the {@code late_events} rows it makes of them.
  */
 class LateRecordRouterTest {
-    private static final Duration TEN_MINUTES = Duration.ofMinutes(10);
+    /** The network pipeline with 10-minute windows. */
+    private static final Pipeline TEN_MINUTES = Pipeline.of(TidemarkConfig.builder().set("window", "10 minutes").build());
     private static final StructType VALID = StructType.fromDDL("subscriber_id STRING, cell_site_id STRING, event_ts TIMESTAMP, "
             + "volume_gb DOUBLE, kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, ingest_ts TIMESTAMP");
     /** The columns of tidemark.late_events in sql/tables.sql, in order. */
     private static final StructType LATE_EVENTS = StructType.fromDDL("subscriber_id STRING, cell_site_id STRING, event_ts TIMESTAMP, "
             + "volume_gb DOUBLE, window_start TIMESTAMP, window_end TIMESTAMP, watermark TIMESTAMP, late_by_ms BIGINT, batch_id BIGINT, "
-            + "kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, arrival_ts TIMESTAMP, event_date DATE");
+            + "kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, arrival_ts TIMESTAMP, event_date DATE, kpi STRING");
 
     private static SparkSession spark;
 
@@ -81,7 +84,7 @@ class LateRecordRouterTest {
     private static List<Long> lateOffsets(Dataset<Row> records, long watermarkMs) {
         // One query per watermark: every record is marked, true or false, never null.
         List<Long> late = new ArrayList<>();
-        for (Row r : LateRecordRouter.markLate(records, "event_ts", TEN_MINUTES, watermarkMs).select("kafka_offset", "is_late")
+        for (Row r : LateRecordRouter.markLate(records, TEN_MINUTES, watermarkMs).select("kafka_offset", "is_late")
                 .orderBy("kafka_offset").collectAsList()) {
             assertThat(r.isNullAt(1)).as("is_late of offset %d", r.getLong(0)).isFalse();
             if (r.getBoolean(1)) {
@@ -121,19 +124,48 @@ class LateRecordRouterTest {
     }
 
     @Test
-    void markLateAddsTheWindowColumnsAndIsLate() {
-        Dataset<Row> marked = LateRecordRouter.markLate(boundary(), "event_ts", TEN_MINUTES, ms("2026-11-29T14:10:00Z"));
+    void markLateAddsIsLateAndTheLateRowsNameTheirWindowAndTable() {
+        long watermark = ms("2026-11-29T14:10:00Z");
+        Dataset<Row> marked = LateRecordRouter.markLate(boundary(), TEN_MINUTES, watermark);
         assertThat(Arrays.stream(marked.schema().fields()).map(StructField::name)).containsExactly(
                 "subscriber_id", "cell_site_id", "event_ts", "volume_gb", "kafka_topic", "kafka_partition", "kafka_offset", "ingest_ts",
-                "window_start", "window_end", "event_date", "is_late");
-        assertThat(values(marked.select("kafka_offset", "window_start", "window_end", "is_late"))).containsExactly(
-                List.of(1L, t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"), true),
-                List.of(2L, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"), false),
-                List.of(3L, t("2026-11-29T13:40:00Z"), t("2026-11-29T13:50:00Z"), true));
+                "is_late");
+        assertThat(values(LateRecordRouter.lateEvents(marked, TEN_MINUTES, watermark, 0L)
+                .select("kafka_offset", "window_start", "window_end", "kpi").orderBy("kafka_offset"))).containsExactly(
+                List.of(1L, t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"), "kpi_5m"),
+                List.of(3L, t("2026-11-29T13:40:00Z"), t("2026-11-29T13:50:00Z"), "kpi_5m"));
     }
 
-    /** The network pipeline's event columns, which late_events begins with. */
-    private static final List<String> NETWORK_COLUMNS = List.of("subscriber_id", "cell_site_id", "event_ts", "volume_gb");
+    /**
+     * Two tables, one hopping with a WHERE: a record's contribution to each closed window is a
+     * late_events row of its own; its windows still open are not, and a record the WHERE leaves out
+     * is late for no window of that table.
+     */
+    @Test
+    void theLateRuleIsPerTableAndWindow() {
+        Pipeline two = PipelineParser.parse("two.sql", """
+                CREATE TABLE events (subscriber_id STRING NOT NULL, cell_site_id STRING NOT NULL, event_ts TIMESTAMP NOT NULL,
+                  volume_gb DOUBLE NOT NULL) USING kafka OPTIONS (topic 't', format 'json', event_time 'event_ts', lateness '0 minutes');
+                CREATE STREAMING TABLE per_cell AS SELECT window(event_ts, '10 minutes') AS w, cell_site_id, count(*) AS n
+                FROM STREAM events GROUP BY window(event_ts, '10 minutes'), cell_site_id;
+                CREATE STREAMING TABLE sliding AS SELECT window(event_ts, '30 minutes', '10 minutes') AS w, count(*) AS n
+                FROM STREAM events WHERE cell_site_id = 'cell-A' GROUP BY window(event_ts, '30 minutes', '10 minutes');
+                """);
+        long watermark = ms("2026-11-29T14:20:00Z");
+        Dataset<Row> marked = LateRecordRouter.markLate(records(
+                record(1, "sub-1", "cell-A", "2026-11-29T14:05:00Z", 1, "2026-11-29T14:21:00Z"),  // per_cell 14:00-14:10 closed; sliding: 13:40, 13:50 closed, 14:00 open
+                record(2, "sub-2", "cell-B", "2026-11-29T14:05:00Z", 1, "2026-11-29T14:21:00Z"),  // per_cell closed; not in sliding
+                record(3, "sub-3", "cell-A", "2026-11-29T14:25:00Z", 1, "2026-11-29T14:21:00Z")), // every window open
+                two, watermark);
+        assertThat(values(marked.select("kafka_offset", "is_late").orderBy("kafka_offset")))
+                .containsExactly(List.of(1L, true), List.of(2L, true), List.of(3L, false));
+        assertThat(values(LateRecordRouter.lateEvents(marked, two, watermark, 0L)
+                .select("kafka_offset", "kpi", "window_start", "window_end").orderBy("kafka_offset", "kpi", "window_start"))).containsExactly(
+                List.of(1L, "per_cell", t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z")),
+                List.of(1L, "sliding", t("2026-11-29T13:40:00Z"), t("2026-11-29T14:10:00Z")),
+                List.of(1L, "sliding", t("2026-11-29T13:50:00Z"), t("2026-11-29T14:20:00Z")),
+                List.of(2L, "per_cell", t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z")));
+    }
 
     @Test
     void lateEventsRowsCarryTheWatermarkHowLateTheBatchAndTheArrival() {
@@ -142,25 +174,25 @@ class LateRecordRouterTest {
                 record(41, "sub-1", "cell-A", "2026-11-29T14:03:20.123456Z", 0.5, "2026-11-29T14:26:01.250Z"),
                 record(42, "sub-2", "cell-B", "2026-11-29T14:19:59Z", 1.75, "2026-11-29T14:26:02Z"),
                 record(43, "sub-3", "cell-A", "2026-11-29T14:20:00Z", 3.0, "2026-11-29T14:26:03Z")), // window ends 14:30: on time
-                "event_ts", TEN_MINUTES, watermark);
+                TEN_MINUTES, watermark);
 
-        Dataset<Row> late = LateRecordRouter.lateEvents(marked, NETWORK_COLUMNS, watermark, 7L);
+        Dataset<Row> late = LateRecordRouter.lateEvents(marked, TEN_MINUTES, watermark, 7L);
 
         assertThat(Arrays.stream(late.schema().fields()).map(f -> f.name() + " " + f.dataType().sql()))
                 .containsExactlyElementsOf(Arrays.stream(LATE_EVENTS.fields()).map(f -> f.name() + " " + f.dataType().sql()).toList());
         assertThat(values(late.orderBy("kafka_offset"))).containsExactly(
                 List.of("sub-1", "cell-A", t("2026-11-29T14:03:20.123456Z"), 0.5, t("2026-11-29T14:00:00Z"), t("2026-11-29T14:10:00Z"),
                         t("2026-11-29T14:25:00.500Z"), 900_500L, 7L, "network-events", 2, 41L, t("2026-11-29T14:26:01.250Z"),
-                        LocalDate.of(2026, 11, 29)),
+                        LocalDate.of(2026, 11, 29), "kpi_5m"),
                 List.of("sub-2", "cell-B", t("2026-11-29T14:19:59Z"), 1.75, t("2026-11-29T14:10:00Z"), t("2026-11-29T14:20:00Z"),
                         t("2026-11-29T14:25:00.500Z"), 300_500L, 7L, "network-events", 0, 42L, t("2026-11-29T14:26:02Z"),
-                        LocalDate.of(2026, 11, 29)));
+                        LocalDate.of(2026, 11, 29), "kpi_5m"));
     }
 
     @Test
     void lateByIsZeroForAWindowEndingAtTheWatermark() {
         long watermark = ms("2026-11-29T14:10:00Z");
-        Dataset<Row> late = LateRecordRouter.lateEvents(LateRecordRouter.markLate(boundary(), "event_ts", TEN_MINUTES, watermark), NETWORK_COLUMNS, watermark, 0L);
+        Dataset<Row> late = LateRecordRouter.lateEvents(LateRecordRouter.markLate(boundary(), TEN_MINUTES, watermark), TEN_MINUTES, watermark, 0L);
         assertThat(values(late.select("kafka_offset", "late_by_ms", "batch_id").orderBy("kafka_offset")))
                 .containsExactly(List.of(1L, 0L, 0L), List.of(3L, 1_200_000L, 0L));
     }

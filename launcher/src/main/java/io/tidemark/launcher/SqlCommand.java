@@ -114,7 +114,7 @@ final class SqlCommand extends TidemarkCommand {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         if (terminal) {
             say("tables: %s; statements end with ';', 'exit' leaves", String.join(", ",
-                    java.util.Arrays.stream(Lakehouse.Table.values()).map(Lakehouse.Table::tableName).toList()));
+                    Lakehouse.of(config()).tables().stream().map(Lakehouse.Table::tableName).toList()));
         }
         StringBuilder buffer = new StringBuilder();
         while (true) {

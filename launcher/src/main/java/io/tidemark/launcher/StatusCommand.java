@@ -207,7 +207,7 @@ final class StatusCommand extends TidemarkCommand {
 
     private static List<TableState> tables(SparkSession spark, Lakehouse lakehouse, LakehouseFigures f) {
         List<TableState> out = new ArrayList<>();
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+        for (Lakehouse.Table t : lakehouse.tables()) {
             if (lakehouse.exists(spark, t)) {
                 out.add(TableState.of(spark, lakehouse, t, f.closed()));
             }

@@ -87,7 +87,7 @@ class LauncherPartsTest {
     private static StreamProgress progress(Instant nextWatermark) {
         Timestamp t = Timestamp.from(nextWatermark);
         Map<String, Object> v = new java.util.HashMap<>();
-        for (String c : Lakehouse.schema(Lakehouse.Table.STREAM_PROGRESS).fieldNames()) {
+        for (String c : Lakehouse.ownSchema(Lakehouse.Table.STREAM_PROGRESS).fieldNames()) {
             v.put(c, null);
         }
         v.putAll(Map.of("batch_id", 7L, "query_id", "q", "watermark", t, "next_watermark", t, "max_event_ts", t, "max_event_ts_seen", t,

@@ -222,7 +222,7 @@ public final class CatalogRegistration {
         List<View> views = views();
         // 1. Refuse before changing anything.
         boolean anyTable = false;
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+        for (Lakehouse.Table t : lakehouse.tables()) {
             anyTable |= lakehouse.exists(spark, t);
         }
         if (!anyTable) {
@@ -233,7 +233,7 @@ public final class CatalogRegistration {
         List<String> elsewhere = new ArrayList<>();
         Map<Lakehouse.Table, Optional<Entry>> tables = new LinkedHashMap<>();
         boolean dbExists = spark.catalog().databaseExists(DATABASE);
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+        for (Lakehouse.Table t : lakehouse.tables()) {
             Optional<Entry> e = dbExists ? describe(spark, t.tableName()) : Optional.empty();
             tables.put(t, e);
             if (e.isEmpty() || registeredHere(e.get(), t)) {
@@ -317,7 +317,7 @@ public final class CatalogRegistration {
         Row db = spark.sql("DESCRIBE DATABASE " + DATABASE).collectAsList().stream()
                 .filter(r -> r.getString(0).equalsIgnoreCase("Location")).findFirst().orElse(null);
         lines.add(String.format("%-30s at %s", "database " + DATABASE, db == null ? "?" : db.getString(1)));
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+        for (Lakehouse.Table t : lakehouse.tables()) {
             Optional<Entry> e = describe(spark, t.tableName());
             String state;
             if (e.isEmpty()) {
@@ -343,7 +343,7 @@ public final class CatalogRegistration {
 
     /** Counts of {@link #status} lines: whether everything is registered at this lakehouse and current. */
     public boolean complete(List<String> statusLines) {
-        return statusLines.size() == 1 + Lakehouse.Table.values().length + views().size()
+        return statusLines.size() == 1 + lakehouse.tables().size() + views().size()
                 && statusLines.stream().skip(1).allMatch(l -> l.endsWith("registered at this lakehouse") || l.endsWith(" current"));
     }
 
@@ -371,7 +371,7 @@ public final class CatalogRegistration {
                 lines.add(String.format("%-30s left: a %s table, not Tidemark's view", name, e.get().type()));
             }
         }
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
+        for (Lakehouse.Table t : lakehouse.tables()) {
             Optional<Entry> e = describe(spark, t.tableName());
             String name = "table " + t.sqlName();
             if (e.isEmpty()) {

@@ -53,7 +53,7 @@ public final class ConservationCheck {
         Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS);
         Dataset<Row> dead = lakehouse.read(spark, Table.DEAD_LETTER);
         Dataset<Row> lateEvents = lakehouse.read(spark, Table.LATE_EVENTS);
-        Dataset<Row> kpi = lakehouse.read(spark, Table.KPI_5M);
+        Dataset<Row> kpi = lakehouse.read(spark, lakehouse.kpiTables().get(0));
         raw.createOrReplaceTempView("cc_raw");
         dead.createOrReplaceTempView("cc_dead");
         lateEvents.createOrReplaceTempView("cc_late");

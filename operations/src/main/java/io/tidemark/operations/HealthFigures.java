@@ -9,13 +9,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
-import io.tidemark.lakehouse.KpiComputation;
+import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
@@ -27,22 +28,39 @@ import io.tidemark.lakehouse.RequestRefusedException;
  * {@link HealthPage} draws them; nothing here knows HTML.
  */
 public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFigures.DayDrift> drift, List<HealthFigures.LateDay> late,
-                            Map<String, Long> invalid, List<HealthFigures.Bucket> timeline, long bucketSeconds, List<HealthFigures.DayState> days) {
+                            Map<String, Long> invalid, List<HealthFigures.Bucket> timeline, long bucketSeconds, List<HealthFigures.DayState> days,
+                            String nowMeasure) {
+
+    /** Figures whose "drift now" is of a measure named {@code "volume"}. */
+    public HealthFigures(Instant generatedAt, String lakehouse, List<DayDrift> drift, List<LateDay> late, Map<String, Long> invalid,
+                         List<Bucket> timeline, long bucketSeconds, List<DayState> days) {
+        this(generatedAt, lakehouse, drift, late, invalid, timeline, bucketSeconds, days, "volume");
+    }
 
     /**
      * A day's drift: {@code before} from its first reconcile (null when never reconciled): the relative drift of the measure the
-     * stream keeps exactly that was furthest off, and of the estimate furthest off; {@code now} from the tables.
+     * stream keeps exactly that was furthest off, and of the estimate furthest off; {@code now} from the tables: the day's
+     * {@link #nowMeasure} recomputed from raw_events ({@code rawNow}) and summed over its KPI rows ({@code kpiNow}).
      */
     public record DayDrift(LocalDate day, Double beforeRel, Double beforeEstimateRel, long reconcileRuns, long lateFolded,
-                           long rawRecords, long kpiRecords, BigDecimal rawGb, BigDecimal kpiGb) {
-        /** (raw - kpi) / raw volume now: 0 for a reconciled day that received nothing since. */
-        public double nowGbRel() {
-            if (rawGb == null || rawGb.signum() == 0) {
+                           long rawRecords, long kpiRecords, BigDecimal rawNow, BigDecimal kpiNow) {
+        /** (raw - kpi) / raw now: 0 for a reconciled day that received nothing since. */
+        public double nowRel() {
+            if (rawNow == null || rawNow.signum() == 0) {
                 return 0;
             }
-            BigDecimal kpi = kpiGb == null ? BigDecimal.ZERO : kpiGb;
-            return rawGb.subtract(kpi).divide(rawGb, MathContext.DECIMAL64).doubleValue();
+            BigDecimal kpi = kpiNow == null ? BigDecimal.ZERO : kpiNow;
+            return rawNow.subtract(kpi).divide(rawNow, MathContext.DECIMAL64).doubleValue();
         }
+    }
+
+    /**
+     * The measure "drift now" compares: the first KPI table's first sum (network: total_gb, the volume), else its record count.
+     * Additive, so the day's value is the sum of its rows' and can be recomputed from raw_events the same way.
+     */
+    static io.tidemark.lakehouse.pipeline.Measure nowMeasure(io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t) {
+        return t.measures().stream().filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.SUM).findFirst()
+                .orElseGet(() -> t.recordCount().orElseThrow());
     }
 
     /** Late records of an event day and how late: late_by_ms quantiles. */
@@ -85,19 +103,25 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
                 runs.put(r.getDate(0).toLocalDate(), (long) r.getInt(4));
             }
         }
-        Map<LocalDate, BigDecimal[]> volume = new TreeMap<>();
-        for (Row r : spark.sql("SELECT coalesce(r.event_date, k.event_date), r.gb, k.gb FROM"
-                + " (SELECT event_date, sum(CAST(volume_gb AS " + KpiComputation.VOLUME_TYPE + ")) AS gb FROM " + lakehouse.ref(Table.RAW_EVENTS)
-                + " WHERE true" + window.where("event_date") + " GROUP BY event_date) r FULL OUTER JOIN"
-                + " (SELECT event_date, sum(total_gb) AS gb FROM " + lakehouse.ref(Table.KPI_5M)
-                + " WHERE true" + window.where("event_date") + " GROUP BY event_date) k ON r.event_date = k.event_date").collectAsList()) {
-            volume.put(r.getDate(0).toLocalDate(), new BigDecimal[] {r.getDecimal(1), r.getDecimal(2)});
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first0 = pipeline.tables().get(0);
+        io.tidemark.lakehouse.pipeline.Measure m = nowMeasure(first0);
+        Map<LocalDate, BigDecimal[]> now = new TreeMap<>();
+        Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).where("true" + window.where("event_date"));
+        if (first0.where() != null) {
+            raw = raw.where(first0.where());
         }
+        KpiAggregation.windowed(raw, pipeline.events().eventTime(), first0.window()).where("true" + window.where("event_date"))
+                .groupBy("event_date").agg(org.apache.spark.sql.functions.expr("CAST(" + m.exact() + " AS DECIMAL(38,9))"))
+                .collectAsList().forEach(r -> now.computeIfAbsent(r.getDate(0).toLocalDate(), d -> new BigDecimal[2])[0] = r.getDecimal(1));
+        spark.sql("SELECT event_date, CAST(sum(" + m.name() + ") AS DECIMAL(38,9)) FROM " + lakehouse.ref(Table.kpi(first0.name()))
+                + " WHERE true" + window.where("event_date") + " GROUP BY event_date").collectAsList()
+                .forEach(r -> now.computeIfAbsent(r.getDate(0).toLocalDate(), d -> new BigDecimal[2])[1] = r.getDecimal(1));
         List<DayDrift> drift = new ArrayList<>();
         List<DayState> states = new ArrayList<>();
         for (DayBalance b : balances.values()) {
             Row f = first.get(b.day());
-            BigDecimal[] v = volume.getOrDefault(b.day(), new BigDecimal[2]);
+            BigDecimal[] v = now.getOrDefault(b.day(), new BigDecimal[2]);
             long n = runs.getOrDefault(b.day(), 0L);
             drift.add(new DayDrift(b.day(), f == null || f.isNullAt(1) ? null : f.getDouble(1), f == null || f.isNullAt(2) ? null : f.getDouble(2),
                     n, f == null || f.isNullAt(3) ? 0 : f.getLong(3), b.rawRecords(), b.kpiRecords(), v[0], v[1]));
@@ -131,7 +155,8 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
                         r.isNullAt(3) ? null : r.getDouble(3), r.isNullAt(4) ? null : (double) r.getLong(4)));
             }
         }
-        return new HealthFigures(Instant.now(), lakehouse.root(), drift, late, invalid, timeline, bucketSeconds, states);
+        return new HealthFigures(Instant.now(), lakehouse.root(), drift, late, invalid, timeline, bucketSeconds, states,
+                first0.name() + "." + m.name());
     }
 
     /** A bucket of 10 s, 30 s, 1, 5, 15, 30 min, 1, 3, 6 h: the smallest that keeps the chart within {@link #MAX_BUCKETS} points. */
@@ -148,7 +173,7 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
     private record NavigableDays(LocalDate from, LocalDate to) {
         static NavigableDays of(SparkSession spark, Lakehouse lakehouse, int n) {
             Row r = spark.sql("SELECT max(event_date) FROM (SELECT event_date FROM " + lakehouse.ref(Table.RAW_EVENTS)
-                    + " UNION ALL SELECT event_date FROM " + lakehouse.ref(Table.KPI_5M) + ")").first();
+                    + " UNION ALL SELECT event_date FROM " + lakehouse.ref(lakehouse.kpiTables().get(0)) + ")").first();
             if (r.isNullAt(0)) {
                 return new NavigableDays(null, null);
             }

@@ -38,13 +38,13 @@ final class HealthPage {
         List<double[]> values = new ArrayList<>();
         for (DayDrift d : f.drift()) {
             labels.add(d.day().toString().substring(5));
-            values.add(new double[] {d.beforeRel() == null ? 0 : d.beforeRel() * 100, d.nowGbRel() * 100});
+            values.add(new double[] {d.beforeRel() == null ? 0 : d.beforeRel() * 100, d.nowRel() * 100});
         }
-        h.append(SvgChart.bars("drift", labels, values, new String[] {"before reconcile", "now (volume)"}, "% of the day's value"));
+        h.append(SvgChart.bars("drift", labels, values, new String[] {"before reconcile", "now (" + f.nowMeasure() + ")"}, "% of the day's value"));
         table(h, "drift-table", new String[] {"day", "reconcile runs", "largest drift before (%)", "estimate drift before (%)",
-                "late records folded in", "raw records", "KPI records", "volume drift now (%)"}, f.drift().stream().map(d -> new Object[] {
+                "late records folded in", "raw records", "KPI records", f.nowMeasure() + " drift now (%)"}, f.drift().stream().map(d -> new Object[] {
                     d.day(), d.reconcileRuns(), pct(d.beforeRel()), pct(d.beforeEstimateRel()), d.lateFolded(), d.rawRecords(), d.kpiRecords(),
-                    pct(d.nowGbRel())}).toList());
+                    pct(d.nowRel())}).toList());
 
         section(h, "late", "Late records per day and how late",
                 "Records that reached the stream after their window had closed (late_events), by event day; lateness is how long before their "

@@ -45,11 +45,17 @@ public record LakehouseFigures(List<StreamProgress> recent, ClosedDays closed, l
         List<StreamProgress> recent = StreamProgress.newest(spark, lakehouse, lastBatches);
         long late = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.LATE_EVENTS)).first().getLong(0);
         long dead = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER)).first().getLong(0);
-        Row kpi = spark.sql("SELECT count(*), count_if(is_final) FROM " + lakehouse.ref(Table.KPI_5M)).first();
+        long kpiRows = 0;
+        long kpiFinal = 0;
+        for (Table t : lakehouse.kpiTables()) {
+            Row kpi = spark.sql("SELECT count(*), count_if(is_final) FROM " + lakehouse.ref(t)).first();
+            kpiRows += kpi.getLong(0);
+            kpiFinal += kpi.getLong(1);
+        }
         NavigableMap<LocalDate, DayBalance> days = DayBalance.load(spark, lakehouse, null, null);
         long raw = days.values().stream().mapToLong(DayBalance::rawRecords).sum();
         long rawLate = days.values().stream().mapToLong(DayBalance::lateRecords).sum();
-        return new LakehouseFigures(recent, ClosedDays.load(spark, lakehouse), raw, rawLate, late, dead, kpi.getLong(0), kpi.getLong(1), days,
+        return new LakehouseFigures(recent, ClosedDays.load(spark, lakehouse), raw, rawLate, late, dead, kpiRows, kpiFinal, days,
                 ExpiredDays.load(spark, lakehouse));
     }
 

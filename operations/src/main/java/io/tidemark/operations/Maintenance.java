@@ -55,10 +55,18 @@ import io.tidemark.lakehouse.RequestRefusedException;
  */
 public final class Maintenance {
 
-    /** The partitioned tables and the column that names their day. */
-    static final Map<Table, String> DAY_COLUMN = Map.of(Table.RAW_EVENTS, "event_date", Table.LATE_EVENTS, "event_date",
-            Table.KPI_5M, "event_date", Table.DEAD_LETTER, "arrival_date");
-    static final List<Table> ORDER = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M);
+    /** The column that names a partitioned table's day; null for an unpartitioned one. */
+    static String dayColumn(Table table) {
+        return table.equals(Table.DEAD_LETTER) ? "arrival_date"
+                : table.isKpi() || table.equals(Table.RAW_EVENTS) || table.equals(Table.LATE_EVENTS) ? "event_date" : null;
+    }
+
+    /** The partitioned tables, raw_events first (a KPI table's days expire only once their raw events have), the KPI tables last. */
+    private List<Table> order() {
+        List<Table> out = new ArrayList<>(List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER));
+        out.addAll(lakehouse.kpiTables());
+        return out;
+    }
     /**
      * Unpartitioned tables the stream appends to on every batch: compacted whole (a compaction never
      * conflicts with blind appends), or they would keep one small file per micro-batch for ever.
@@ -83,7 +91,7 @@ public final class Maintenance {
         public String line(boolean dryRun) {
             String expired = expiredDays.isEmpty() ? "" : (dryRun ? "would delete " : "deleted ") + days(expiredDays, "day") + " past retention ("
                     + String.format("%,d", rowsExpired) + " rows); ";
-            String compacted = !DAY_COLUMN.containsKey(table) ? (filesBefore > 1 ? (dryRun ? "would compact" : "compacted") + " the whole table"
+            String compacted = dayColumn(table) == null ? (filesBefore > 1 ? (dryRun ? "would compact" : "compacted") + " the whole table"
                     : "nothing to compact")
                     : compactedDays.isEmpty() ? "no closed day to compact"
                     : (dryRun ? "would compact " : "compacted ") + days(compactedDays, "closed day");
@@ -125,14 +133,14 @@ public final class Maintenance {
         }
         ClosedDays closed = exists(Table.STREAM_PROGRESS) ? ClosedDays.load(spark, lakehouse) : ClosedDays.none();
         out.println("maintain: " + closed + (options.dryRun() ? "; dry run: nothing will be written" : "") + retentionSummary());
-        Retention retention = ORDER.stream().anyMatch(t -> config.retentionDays(t) > 0) && closed.lastClosed().isPresent()
+        Retention retention = order().stream().anyMatch(t -> config.retentionDays(t) > 0) && closed.lastClosed().isPresent()
                 ? Retention.decide(spark, config, lakehouse, retry, closed.lastClosed().get(), options.dryRun()) : null;
         List<TableReport> reports = new ArrayList<>();
-        for (Table t : java.util.stream.Stream.concat(ORDER.stream(), WHOLE.stream()).toList()) {
+        for (Table t : java.util.stream.Stream.concat(order().stream(), WHOLE.stream()).toList()) {
             if (!exists(t)) {
                 continue; // nothing written to it yet
             }
-            TableReport r = DAY_COLUMN.containsKey(t) ? maintain(t, closed, retention, options) : maintainWhole(t, options);
+            TableReport r = dayColumn(t) != null ? maintain(t, closed, retention, options) : maintainWhole(t, options);
             reports.add(r);
             out.println(r.line(options.dryRun()));
             out.flush();
@@ -157,7 +165,7 @@ public final class Maintenance {
 
     private TableReport maintain(Table table, ClosedDays closed, Retention retention, Options options) {
         long t0 = System.currentTimeMillis();
-        String day = DAY_COLUMN.get(table);
+        String day = dayColumn(table);
         Map<LocalDate, long[]> before = filesByDay(table, day);
         List<LocalDate> toExpire = retention == null ? List.of() : retention.expiring(table, before.keySet());
         String problem = null;
@@ -214,7 +222,7 @@ public final class Maintenance {
     }
 
     private String retentionSummary() {
-        List<String> kept = ORDER.stream().filter(t -> config.retentionDays(t) > 0)
+        List<String> kept = order().stream().filter(t -> config.retentionDays(t) > 0)
                 .map(t -> t.tableName() + " " + config.retentionDays(t) + " days").toList();
         return kept.isEmpty() ? "; retention: every day kept" : "; retention: " + String.join(", ", kept) + " before the last closed day";
     }

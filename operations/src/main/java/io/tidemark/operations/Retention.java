@@ -69,11 +69,9 @@ final class Retention {
                 break;
             }
             boolean again = expired.of(table).contains(d);
-            boolean eligible = switch (table) {
-                case DEAD_LETTER -> true;
-                case KPI_5M -> expired.isSealed(d) || rawExpiredNow.contains(d);
-                default -> again || expired.isSealed(d) || (reconciled.contains(d) && !(balances.containsKey(d) && balances.get(d).isDirty()));
-            };
+            boolean eligible = table.equals(Table.DEAD_LETTER) ? true
+                    : table.isKpi() ? expired.isSealed(d) || rawExpiredNow.contains(d)
+                    : again || expired.isSealed(d) || (reconciled.contains(d) && !(balances.containsKey(d) && balances.get(d).isDirty()));
             if (eligible) {
                 out.add(d);
             }
@@ -90,14 +88,18 @@ final class Retention {
             lakehouse.createAndRegister(spark); // expired_days, on a lakehouse created before it existed
         }
         java.util.Set<LocalDate> reconciled = new java.util.HashSet<>();
-        if (exists(spark, lakehouse, Table.KPI_5M)) {
-            // reconciled: every KPI row of the day comes from the batch layer
-            lakehouse.read(spark, Table.KPI_5M).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
-                    .groupBy(col("event_date")).agg(count(when(col("source").notEqual(lit("batch")), 1)).as("stream_rows"))
-                    .where(col("stream_rows").equalTo(0)).collectAsList()
-                    .forEach(r -> reconciled.add(r.getDate(0).toLocalDate()));
+        boolean kpiTables = lakehouse.kpiTables().stream().allMatch(t -> exists(spark, lakehouse, t));
+        if (kpiTables) {
+            // reconciled: every row of the day in every KPI table comes from the batch layer
+            java.util.Set<LocalDate> streamed = new java.util.HashSet<>();
+            for (Table t : lakehouse.kpiTables()) {
+                lakehouse.read(spark, t).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
+                        .groupBy(col("event_date")).agg(count(when(col("source").notEqual(lit("batch")), 1)).as("stream_rows"))
+                        .collectAsList().forEach(r -> (r.getLong(1) == 0 ? reconciled : streamed).add(r.getDate(0).toLocalDate()));
+            }
+            reconciled.removeAll(streamed);
         }
-        NavigableMap<LocalDate, DayBalance> balances = exists(spark, lakehouse, Table.RAW_EVENTS) && exists(spark, lakehouse, Table.KPI_5M)
+        NavigableMap<LocalDate, DayBalance> balances = exists(spark, lakehouse, Table.RAW_EVENTS) && kpiTables
                 ? DayBalance.load(spark, lakehouse, null, lastClosed) : new java.util.TreeMap<>();
         return new Retention(spark, config, lakehouse, retry, lastClosed, ExpiredDays.load(spark, lakehouse), balances, reconciled);
     }
@@ -127,7 +129,7 @@ final class Retention {
                         "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
             }
             retry.run(chunk.get(0), "recording expired days of " + table.tableName(), RUN_AGAIN,
-                    () -> lakehouse.append(spark.createDataFrame(records, Lakehouse.schema(Table.EXPIRED_DAYS)), Table.EXPIRED_DAYS));
+                    () -> lakehouse.append(spark.createDataFrame(records, Lakehouse.ownSchema(Table.EXPIRED_DAYS)), Table.EXPIRED_DAYS));
             String where = dayColumn + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
             retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), RUN_AGAIN, () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
         }

@@ -30,7 +30,7 @@ public record TableState(Table table, long files, long bytes, long commitsSinceC
         long version = lakehouse.version(spark, table);
         long checkpoint = lastCheckpointVersion(spark, lakehouse.path(table));
         java.util.Optional<LocalDate> oldest = java.util.Optional.empty();
-        String day = Maintenance.DAY_COLUMN.get(table);
+        String day = Maintenance.dayColumn(table);
         if (day != null) {
             oldest = filesByDay(spark, lakehouse, table, day).entrySet().stream()
                     .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1).map(Map.Entry::getKey).findFirst();

@@ -64,7 +64,7 @@ class CatalogRegistrationTest {
     void thePersistentViewsAreTheTemporaryStatementsOfViewsSql() {
         List<CatalogRegistration.View> views = new CatalogRegistration(TidemarkConfig.defaults()).views();
         assertThat(views).extracting(CatalogRegistration.View::name)
-                .containsExactly("kpi_final", "kpi_hourly", "kpi_daily", "late_by_day", "late_by_cell_day", "drift_by_day");
+                .containsExactly("kpi_final", "kpi_hourly", "kpi_daily", "late_by_day", "late_by_cell_day", "late_by_table_day", "drift_by_day");
         List<String> temporary = Lakehouse.of(TidemarkConfig.defaults()).viewStatements();
         for (int i = 0; i < views.size(); i++) {
             CatalogRegistration.View v = views.get(i);

@@ -68,7 +68,7 @@ class MaintenanceTest {
         }
         Instant next = Instant.parse("2026-11-29T00:10:00Z");
         Map<String, Object> v = new HashMap<>();
-        for (String c : Lakehouse.schema(Table.STREAM_PROGRESS).fieldNames()) {
+        for (String c : Lakehouse.ownSchema(Table.STREAM_PROGRESS).fieldNames()) {
             v.put(c, 0L);
         }
         Timestamp t = Timestamp.from(next);

@@ -76,7 +76,7 @@ class RetentionTest {
                 .write().format("delta").mode("append").save(lakehouse.path(Table.DEAD_LETTER));
         Timestamp t = Timestamp.from(Instant.parse(D5 + "T00:10:00Z"));
         Map<String, Object> v = new HashMap<>();
-        for (String c : Lakehouse.schema(Table.STREAM_PROGRESS).fieldNames()) {
+        for (String c : Lakehouse.ownSchema(Table.STREAM_PROGRESS).fieldNames()) {
             v.put(c, 0L);
         }
         v.putAll(Map.of("query_id", "q", "watermark", t, "next_watermark", t, "max_event_ts", t, "max_event_ts_seen", t, "started_at", t,
@@ -120,7 +120,7 @@ class RetentionTest {
                         + "CAST(day AS TIMESTAMP) + INTERVAL 10 HOURS AS updated_at, "
                         + "CASE WHEN source = 'batch' THEN CAST(NULL AS BIGINT) ELSE 0L END AS stream_batch_id, day AS event_date "
                         + "FROM " + values + " GROUP BY day, source")
-                .write().format("delta").mode("append").save(lakehouse.path(Table.KPI_5M));
+                .write().format("delta").mode("append").save(lakehouse.path(Table.kpi("kpi_5m")));
     }
 
     @AfterAll
@@ -129,7 +129,7 @@ class RetentionTest {
     }
 
     private static List<LocalDate> days(Table table) {
-        String column = Maintenance.DAY_COLUMN.get(table);
+        String column = Maintenance.dayColumn(table);
         return spark.read().format("delta").load(lakehouse.path(table)).select(column).distinct().orderBy(column).collectAsList().stream()
                 .map(r -> r.getDate(0).toLocalDate()).toList();
     }
@@ -148,7 +148,7 @@ class RetentionTest {
                         org.assertj.core.groups.Tuple.tuple(Table.RAW_EVENTS, List.of(D1), 10L),
                         org.assertj.core.groups.Tuple.tuple(Table.LATE_EVENTS, List.of(D1), 1L),
                         org.assertj.core.groups.Tuple.tuple(Table.DEAD_LETTER, List.of(D3), 1L),
-                        org.assertj.core.groups.Tuple.tuple(Table.KPI_5M, List.of(D1), 1L),
+                        org.assertj.core.groups.Tuple.tuple(Table.kpi("kpi_5m"), List.of(D1), 1L),
                         org.assertj.core.groups.Tuple.tuple(Table.STREAM_PROGRESS, List.of(), 0L));
         assertThat(dryOut.toString(StandardCharsets.UTF_8))
                 .contains("retention: raw_events 2 days, late_events 2 days, dead_letter 1 days, kpi_5m 2 days before the last closed day")
@@ -161,7 +161,7 @@ class RetentionTest {
         assertThat(days(Table.RAW_EVENTS)).as("D0 unreconciled, D2 dirty, D3 unreconciled, D4 within retention, D5 open")
                 .containsExactly(D0, D2, D3, D4, D5);
         assertThat(days(Table.LATE_EVENTS)).containsExactly(D2);
-        assertThat(days(Table.KPI_5M)).containsExactly(D0, D2, D3, D4, D5);
+        assertThat(days(Table.kpi("kpi_5m"))).containsExactly(D0, D2, D3, D4, D5);
         assertThat(days(Table.DEAD_LETTER)).as("D4 within retention, D5 open").containsExactly(D4, D5);
         assertThat(spark.read().format("delta").load(lakehouse.path(Table.EXPIRED_DAYS))
                 .selectExpr("concat_ws('|', table_name, day, rows_removed, files_removed, retention_days, last_closed_day)").orderBy("table_name")
@@ -194,6 +194,6 @@ class RetentionTest {
         assertThatThrownBy(() -> TidemarkConfig.load(null, Map.of()).set("retention.raw-days", "30").set("retention.kpi-days", "7").build())
                 .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("retention.kpi-days (7) needs");
         assertThat(TidemarkConfig.load(null, Map.of()).set("retention.raw-days", "30").set("retention.kpi-days", "400").build()
-                .retentionDays(Table.KPI_5M)).isEqualTo(400);
+                .retentionDays(Table.kpi("kpi_5m"))).isEqualTo(400);
     }
 }

@@ -52,7 +52,7 @@ public record DayOutcome(LocalDate day, Status status, long windows, long window
 
     static DayOutcome noData(LocalDate day, long kpiRecords, long durationMs) {
         String note = kpiRecords > 0
-                ? "kpi_5m counts " + kpiRecords + " records for this day but raw_events has none (retention?); its KPI rows were left as they are"
+                ? "the KPI tables count " + kpiRecords + " records for this day but raw_events has none (retention?); its KPI rows were left as they are"
                 : null;
         return new DayOutcome(day, Status.NO_DATA, 0, 0, List.of(), 0, 0, durationMs, note);
     }

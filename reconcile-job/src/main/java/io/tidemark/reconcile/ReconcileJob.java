@@ -46,7 +46,7 @@ import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * The batch layer: recomputes closed days from {@code raw_events}, exactly and with late records
- * folded in, replaces each day's {@code kpi_5m} partition in one Delta commit and reports the drift
+ * folded in, replaces each day's partition of every KPI table in one Delta commit each and reports the drift
  * between the replaced rows and the truth in {@code reconcile_report}.
  *
  * <p>Days are processed one after the other. Per day: the raw log is read at a pinned version, the
@@ -187,67 +187,72 @@ public final class ReconcileJob {
             return DayOutcome.noData(day, balance == null ? 0 : balance.kpiRecords(), System.currentTimeMillis() - t0);
         }
         Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
-        Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(ofDay);
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
-        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table = pipeline.table(Table.KPI_5M.tableName()).orElseThrow();
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
         io.tidemark.lakehouse.pipeline.DriftRule rule = io.tidemark.lakehouse.pipeline.DriftRule.of(pipeline);
-        KpiDrift kpiDrift = new KpiDrift(table);
-        Dataset<Row> truth = TruthKpis.of(raw, config).persist(StorageLevel.MEMORY_AND_DISK());
-        Dataset<Row> current = lakehouse.read(spark, Table.KPI_5M).filter(ofDay).persist(StorageLevel.MEMORY_AND_DISK());
-        Dataset<Row> comparison = kpiDrift.compare(current, truth).persist(StorageLevel.MEMORY_AND_DISK());
+        // A hopping window that starts on the day can hold records of the next one.
+        Column rawDays = pipeline.daySpill().isZero() ? ofDay : col("event_date").isin(Date.valueOf(day), Date.valueOf(day.plusDays(1)));
+        Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(rawDays);
+        List<Dataset<Row>> cached = new ArrayList<>();
         try {
-            // One pass for the day's counts; it also fills the caches the report and the overwrite read.
-            List<Column> figures = new ArrayList<>(List.of(count(when(col("in_truth"), 1)).as("windows"),
-                    count(when(col("changed"), 1)).as("windows_changed"), coalesce(sum("late_records"), lit(0L)).as("late_records")));
-            table.measures().forEach(m -> figures.add(count(when(col("changed__" + m.name()), 1)).as("changed__" + m.name())));
-            Row f = comparison.agg(figures.get(0), figures.subList(1, figures.size()).toArray(Column[]::new)).first();
-            long windows = f.getLong(0);
-            long changed = f.getLong(1);
-            long late = f.getLong(2);
-            java.util.Map<String, BigDecimal> streamDay = kpiDrift.dayValues(current);
-            java.util.Map<String, BigDecimal> batchDay = kpiDrift.dayValues(truth);
+            long windows = 0;
+            long changed = 0;
+            long late = 0;
             List<DayOutcome.MeasureDrift> measures = new ArrayList<>();
-            for (int i = 0; i < table.measures().size(); i++) {
-                io.tidemark.lakehouse.pipeline.Measure m = table.measures().get(i);
-                BigDecimal s = streamDay.get(m.name());
-                BigDecimal b = batchDay.get(m.name());
-                measures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), s, b, io.tidemark.lakehouse.pipeline.DriftRule.relative(s, b),
-                        m.sketched(), rule.over(m, s, b), f.getLong(3 + i)));
+            List<Dataset<Row>> truths = new ArrayList<>();
+            Dataset<Row> report = null;
+            StructType reportSchema = reportSchema();
+            for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table : pipeline.tables()) {
+                Table kpiTable = Table.kpi(table.name());
+                KpiDrift kpiDrift = new KpiDrift(table);
+                Dataset<Row> truth = TruthKpis.of(raw, table, pipeline.events().eventTime()).filter(ofDay).persist(StorageLevel.MEMORY_AND_DISK());
+                Dataset<Row> current = lakehouse.read(spark, kpiTable).filter(ofDay).persist(StorageLevel.MEMORY_AND_DISK());
+                Dataset<Row> comparison = kpiDrift.compare(current, truth).persist(StorageLevel.MEMORY_AND_DISK());
+                cached.addAll(List.of(truth, current, comparison));
+                truths.add(truth);
+                // One pass for the table's counts; it also fills the caches the report and the overwrite read.
+                List<Column> figures = new ArrayList<>(List.of(count(when(col("in_truth"), 1)).as("windows"),
+                        count(when(col("changed"), 1)).as("windows_changed"), coalesce(sum("late_records"), lit(0L)).as("late_records")));
+                table.measures().forEach(m -> figures.add(count(when(col("changed__" + m.name()), 1)).as("changed__" + m.name())));
+                Row f = comparison.agg(figures.get(0), figures.subList(1, figures.size()).toArray(Column[]::new)).first();
+                windows += f.getLong(0);
+                changed += f.getLong(1);
+                long tableLate = f.getLong(2);
+                if (truths.size() == 1) {
+                    late = tableLate; // the day's late records, as the first table counts them
+                }
+                java.util.Map<String, BigDecimal> streamDay = kpiDrift.dayValues(current);
+                java.util.Map<String, BigDecimal> batchDay = kpiDrift.dayValues(truth);
+                List<DayOutcome.MeasureDrift> tableMeasures = new ArrayList<>();
+                for (int i = 0; i < table.measures().size(); i++) {
+                    io.tidemark.lakehouse.pipeline.Measure m = table.measures().get(i);
+                    BigDecimal st = streamDay.get(m.name());
+                    BigDecimal b = batchDay.get(m.name());
+                    tableMeasures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), st, b, io.tidemark.lakehouse.pipeline.DriftRule.relative(st, b),
+                            m.sketched(), rule.over(m, st, b), f.getLong(3 + i)));
+                }
+                measures.addAll(tableMeasures);
+                if (!dryRun) {
+                    List<Row> summaries = new ArrayList<>();
+                    for (DayOutcome.MeasureDrift md : tableMeasures) {
+                        summaries.add(summaryRow(reportSchema, md, runId, runStartedAt, rule.threshold(), tableLate, day));
+                    }
+                    Dataset<Row> rows = reportRows(kpiDrift.windowRows(comparison), reportSchema, runId, runStartedAt, day)
+                            .union(spark.createDataFrame(summaries, reportSchema));
+                    report = report == null ? rows : report.union(rows);
+                }
             }
 
             int attempts = 0;
             if (!dryRun) {
-                StructType reportSchema = reportSchema();
-                List<Row> summaries = new ArrayList<>();
-                for (DayOutcome.MeasureDrift md : measures) {
-                    java.util.Map<String, Object> v = new java.util.HashMap<>();
-                    v.put("run_id", runId);
-                    v.put("run_started_at", runStartedAt);
-                    v.put("row_kind", "summary");
-                    v.put("kpi", md.kpi());
-                    v.put("measure", md.measure());
-                    v.put("stream_value", md.stream());
-                    v.put("batch_value", md.batch());
-                    v.put("drift", md.drift());
-                    v.put("drift_rel", md.driftRel());
-                    v.put("estimate", md.estimate());
-                    v.put("drift_threshold", rule.threshold());
-                    v.put("over_threshold", md.over());
-                    v.put("late_records", late);
-                    v.put("windows_changed", md.windowsChanged());
-                    v.put("event_date", Date.valueOf(day));
-                    Object[] row = new Object[reportSchema.size()];
-                    for (int k = 0; k < row.length; k++) {
-                        row[k] = v.get(reportSchema.fields()[k].name());
-                    }
-                    summaries.add(RowFactory.create(row));
-                }
-                Dataset<Row> report = reportRows(kpiDrift.windowRows(comparison), reportSchema, runId, runStartedAt, day)
-                        .union(spark.createDataFrame(summaries, reportSchema));
                 String note = "tidemark " + runId + " " + day;
-                retry.run(day, "appending the drift report", RERUN, () -> lakehouse.append(report, Table.RECONCILE_REPORT, note));
-                attempts = retry.run(day, "replacing the KPI rows", RERUN,
-                        () -> lakehouse.replaceWhere(asTable(truth, Table.KPI_5M), Table.KPI_5M, "event_date = DATE'" + day + "'", note));
+                Dataset<Row> all = report;
+                retry.run(day, "appending the drift report", RERUN, () -> lakehouse.append(all, Table.RECONCILE_REPORT, note));
+                for (int i = 0; i < pipeline.tables().size(); i++) {
+                    Table kpiTable = Table.kpi(pipeline.tables().get(i).name());
+                    Dataset<Row> truth = truths.get(i);
+                    attempts = Math.max(attempts, retry.run(day, "replacing the KPI rows of " + kpiTable, RERUN,
+                            () -> lakehouse.replaceWhere(asTable(truth, kpiTable), kpiTable, "event_date = DATE'" + day + "'", note)));
+                }
             }
             return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, measures, late,
                     attempts, System.currentTimeMillis() - t0, null);
@@ -256,10 +261,34 @@ public final class ReconcileJob {
         } catch (RuntimeException e) {
             throw new CommitFailedException(day, "reconciling " + day + " failed: " + CommitRetry.oneLine(e), e);
         } finally {
-            comparison.unpersist();
-            current.unpersist();
-            truth.unpersist();
+            cached.forEach(Dataset::unpersist);
         }
+    }
+
+    /** A summary row of the report: one measure of one KPI table over the day. */
+    private static Row summaryRow(StructType reportSchema, DayOutcome.MeasureDrift md, String runId, Timestamp runStartedAt, double threshold,
+                                  long late, LocalDate day) {
+        java.util.Map<String, Object> v = new java.util.HashMap<>();
+        v.put("run_id", runId);
+        v.put("run_started_at", runStartedAt);
+        v.put("row_kind", "summary");
+        v.put("kpi", md.kpi());
+        v.put("measure", md.measure());
+        v.put("stream_value", md.stream());
+        v.put("batch_value", md.batch());
+        v.put("drift", md.drift());
+        v.put("drift_rel", md.driftRel());
+        v.put("estimate", md.estimate());
+        v.put("drift_threshold", threshold);
+        v.put("over_threshold", md.over());
+        v.put("late_records", late);
+        v.put("windows_changed", md.windowsChanged());
+        v.put("event_date", Date.valueOf(day));
+        Object[] row = new Object[reportSchema.size()];
+        for (int k = 0; k < row.length; k++) {
+            row[k] = v.get(reportSchema.fields()[k].name());
+        }
+        return RowFactory.create(row);
     }
 
     /** The window rows of the report, in the table's column order and types; a column they lack (an older one) is null. */

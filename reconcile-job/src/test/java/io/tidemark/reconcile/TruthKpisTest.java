@@ -24,7 +24,9 @@ class TruthKpisTest {
         spark = SparkSession.builder().master("local[2]").appName("truth-kpis-test")
                 .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
                 .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "3")
-                .config("spark.sql.session.timeZone", "UTC").getOrCreate();
+                .config("spark.sql.session.timeZone", "UTC")
+                // as every Tidemark session (SparkSessions): the truth's aggregate runs sorted
+                .config("spark.sql.execution.replaceHashWithSortAgg", "true").getOrCreate();
     }
 
     @AfterAll
@@ -69,6 +71,44 @@ class TruthKpisTest {
                 FROM truth WHERE is_final AND source = 'batch' ORDER BY 1, 2""").collectAsList();
 
         assertThat(expected).hasSize(12);
+        assertThat(actual).containsExactlyElementsOf(expected);
+    }
+
+    /** FILTER clauses, a WHERE, every kind of measure and a hopping window: the truth is Spark's own aggregate over Spark's window(). */
+    @Test
+    void everyMeasureWithItsFilterIsSparksAggregate() {
+        io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.PipelineParser.parse("f.sql", """
+                CREATE TABLE pay (id STRING NOT NULL, user_id STRING NOT NULL, status STRING NOT NULL, amount DECIMAL(12,2) NOT NULL,
+                  ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 'p', event_time 'ts', lateness '1 minute');
+                CREATE STREAMING TABLE t AS SELECT window(ts, '30 minutes', '10 minutes') AS w, status,
+                  count(*) AS n, count(*) FILTER (WHERE amount > 5) AS big, sum(amount) FILTER (WHERE status = 'ok') AS ok_amount,
+                  min(amount) AS lo, max(amount) FILTER (WHERE amount < 9) AS hi, avg(amount) FILTER (WHERE amount > 2) AS mean,
+                  approx_count_distinct(user_id) FILTER (WHERE amount > 3) AS users, percentile_approx(amount, 0.5) AS mid
+                FROM STREAM pay WHERE status <> 'test' GROUP BY window(ts, '30 minutes', '10 minutes'), status;
+                """);
+        Dataset<Row> raw = spark.range(0, 3_000, 1, 4).selectExpr(
+                "concat('p-', CAST(id AS STRING)) AS id",
+                "concat('u-', CAST(pmod(id * 7919, 97) AS STRING)) AS user_id",
+                "element_at(array('ok', 'ko', 'test'), CAST(pmod(id, 3) + 1 AS INT)) AS status",
+                "CAST(pmod(id * 31, 1000) / 100.0 AS DECIMAL(12,2)) AS amount",
+                "timestamp_micros(1795910400000000 + pmod(id * 104729, 7200) * 1000000) AS ts",
+                "timestamp_micros(1795910400000000 + id * 1000) AS ingest_ts",
+                "false AS is_late");
+        raw.createOrReplaceTempView("pay");
+        List<Row> expected = spark.sql("""
+                SELECT CAST(w.start AS STRING), status, count(*), count(*) FILTER (WHERE amount > 5),
+                       CAST(sum(amount) FILTER (WHERE status = 'ok') AS STRING), CAST(min(amount) AS STRING),
+                       CAST(max(amount) FILTER (WHERE amount < 9) AS STRING), CAST(avg(amount) FILTER (WHERE amount > 2) AS STRING),
+                       count(DISTINCT user_id) FILTER (WHERE amount > 3),
+                       CAST(CAST(percentile_disc(0.5) WITHIN GROUP (ORDER BY amount) AS DECIMAL(12,2)) AS STRING)
+                FROM (SELECT *, window(ts, '30 minutes', '10 minutes') AS w FROM pay WHERE status <> 'test')
+                GROUP BY w, status ORDER BY 1, 2""").collectAsList();
+        TruthKpis.of(raw, p.tables().get(0), "ts").createOrReplaceTempView("truth");
+        List<Row> actual = spark.sql("""
+                SELECT CAST(window_start AS STRING), status, n, big, CAST(ok_amount AS STRING), CAST(lo AS STRING), CAST(hi AS STRING),
+                       CAST(mean AS STRING), users, CAST(mid AS STRING)
+                FROM truth ORDER BY 1, 2""").collectAsList();
+        assertThat(expected).hasSize(28);
         assertThat(actual).containsExactlyElementsOf(expected);
     }
 }

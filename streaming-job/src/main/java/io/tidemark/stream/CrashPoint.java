@@ -18,7 +18,7 @@ public enum CrashPoint {
     AFTER_CLASSIFY,
     /** raw_events committed; the other commits may be running. */
     AFTER_RAW_EVENTS,
-    /** kpi_5m committed; the other commits may be running. */
+    /** A KPI table committed (each one, in turn); the other commits may be running. */
     AFTER_KPI_WRITE,
     /** Every table but stream_progress committed. */
     BEFORE_PROGRESS,

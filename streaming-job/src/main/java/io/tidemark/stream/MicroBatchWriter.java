@@ -28,7 +28,6 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.late.LateRecordRouter;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
 
@@ -36,7 +35,7 @@ import io.tidemark.late.WatermarkLedger;
  * Writes one micro-batch to every table, exactly once.
  *
  * <p>Per batch: decode and classify once (cached), then four independent Delta commits run side
- * by side (raw_events, late_events, dead_letter appends and the kpi_5m rewrite of the open windows: a Delta commit has a
+ * by side (raw_events, late_events, dead_letter appends and each KPI table's rewrite of its open windows: a Delta commit has a
  * large fixed cost, so overlapping them is what makes the batch fast), then the stream_progress
  * row, last. With {@code stream.fail-on-data-loss=false} the Kafka offsets the batch should have
  * read but could not (retention, a recreated topic) go to stream_gaps in the same batch. Each table takes a batch in one atomic commit, with the batch id in its rows; the first
@@ -52,13 +51,14 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private final Lakehouse lakehouse;
     private final RecordClassifier classifier;
     private final BatchListener listener;
-    /** What the stream computes: kpi_5m is the pipeline's KPI table of that name. */
+    /** What the stream computes: the pipeline's events and every KPI table it declares. */
     private final Pipeline pipeline;
 
     private transient WatermarkLedger ledger;
     /** Tables that already hold the current batch: only ever non-empty for the first batch after a restart. */
-    private transient java.util.Set<Table> alreadyCommitted = java.util.EnumSet.noneOf(Table.class);
-    private transient OpenWindowKpis kpis;
+    private transient java.util.Set<Table> alreadyCommitted = new java.util.HashSet<>();
+    /** One per KPI table of the pipeline, in its order (a partial row's {@code kpi} is the index). */
+    private transient List<OpenWindowKpis> kpis;
 
     private transient ExecutorService writers;
     /** The leases of the lakehouse and the checkpoint, checked before each batch writes. */
@@ -79,7 +79,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         this.config = config;
         this.lakehouse = Lakehouse.of(config);
         this.pipeline = Pipeline.of(config);
-        this.classifier = new RecordClassifier(pipeline.events(), config.maxMessageBytes(), config.clockSkew(), config.maxEventAge(), config.window());
+        this.classifier = new RecordClassifier(pipeline, config.maxMessageBytes(), config.clockSkew(), config.maxEventAge());
         this.listener = listener;
     }
 
@@ -110,8 +110,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             lease.requireHeld();
         }
         if (kpis == null) {
-            Pipeline.KpiTable kpi5m = pipeline.table(Table.KPI_5M.tableName()).orElseThrow();
-            kpis = new OpenWindowKpis(lakehouse, new KpiAggregation(kpi5m, pipeline.events().eventTime()), Table.KPI_5M);
+            kpis = pipeline.tables().stream()
+                    .map(t -> new OpenWindowKpis(lakehouse, new KpiAggregation(t, pipeline.events().eventTime()), Table.kpi(t.name()))).toList();
         }
         WatermarkLedger.Position position = positionFor(spark, batchId, queryId);
         long watermarkMs = position.watermarkMs();
@@ -121,18 +121,19 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         try {
             // The one action over the whole batch before the writes: fills the cache and gives the
             // counts, the watermark input and the on-time partial KPIs in one pass.
-            List<Row> summary = classifier.summary(classified, List.of(kpis.aggregation()), Watermark.ofMillis(watermarkMs))
-                    .collectAsList();
+            List<Row> summary = classifier.summary(classified, kpis.stream().map(OpenWindowKpis::aggregation).toList(),
+                    Watermark.ofMillis(watermarkMs)).collectAsList();
             long onTime = 0;
             long late = 0;
             long invalid = 0;
             Map<String, Long> invalidByReason = new java.util.TreeMap<>();
             Map<Integer, Long> maxEventMsByPartition = new java.util.TreeMap<>();
-            List<Row> partials = new ArrayList<>();
+            List<List<Row>> partials = new ArrayList<>();
+            kpis.forEach(k -> partials.add(new ArrayList<>()));
             for (Row r : summary) {
                 String kind = r.getString(r.fieldIndex("kind"));
                 if (kind.equals(RecordClassifier.KPI)) {
-                    partials.add(r);
+                    partials.get(r.getInt(r.fieldIndex("kpi"))).add(r);
                     continue;
                 }
                 long n = r.getLong(r.fieldIndex("records"));
@@ -159,7 +160,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             List<KafkaGaps.Gap> gaps = config.failOnDataLoss() ? List.of() : gaps(in, classified);
             if (!gaps.isEmpty()) {
                 commits.add(submit(spark, () -> {
-                    append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), Lakehouse.schema(Table.STREAM_GAPS)), Table.STREAM_GAPS, batchId);
+                    append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), Lakehouse.ownSchema(Table.STREAM_GAPS)), Table.STREAM_GAPS, batchId);
                     return 0L;
                 }));
             }
@@ -172,7 +173,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             }
             if (late > 0) {
                 commits.add(submit(spark, () -> {
-                    append(LateRecordRouter.lateEvents(RecordClassifier.late(classified), classifier.eventColumns(), watermarkMs, batchId), Table.LATE_EVENTS, batchId);
+                    append(classifier.lateEvents(classified, watermarkMs, batchId), Table.LATE_EVENTS, batchId);
                     return 0L;
                 }));
             }
@@ -182,27 +183,34 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                     return 0L;
                 }));
             }
-            Future<Long> kpi = null;
-            if (!partials.isEmpty() || entry.nextWatermarkMs() > entry.watermarkMs()) {
-                kpi = submit(spark, () -> {
-                    long t0 = System.nanoTime();
-                    if (alreadyCommitted.contains(Table.KPI_5M)) {
-                        return 0L;
-                    }
-                    long rows = kpis.write(spark, partials, 0, entry);
-                    trace(batchId, "kpi_5m", t0);
-                    CrashPoint.AFTER_KPI_WRITE.reached(batchId);
-                    return rows;
-                });
+            List<Future<Long>> kpiWrites = new ArrayList<>();
+            for (int i = 0; i < kpis.size(); i++) {
+                OpenWindowKpis table = kpis.get(i);
+                List<Row> rows = partials.get(i);
+                int index = i;
+                if (!rows.isEmpty() || entry.nextWatermarkMs() > entry.watermarkMs()) {
+                    kpiWrites.add(submit(spark, () -> {
+                        long t0 = System.nanoTime();
+                        if (alreadyCommitted.contains(table.table())) {
+                            return 0L;
+                        }
+                        long written = table.write(spark, rows, index, entry);
+                        trace(batchId, table.table().tableName(), t0);
+                        CrashPoint.AFTER_KPI_WRITE.reached(batchId);
+                        return written;
+                    }));
+                }
             }
-            if (kpi != null) {
-                commits.add(kpi);
-            }
+            commits.addAll(kpiWrites);
             awaitAll(commits);
-            long kpiRows = kpi == null ? 0 : kpi.get();
+            long kpiRows = 0;
+            for (Future<Long> f : kpiWrites) {
+                kpiRows += f.get();
+            }
             long writtenMs = System.currentTimeMillis();
             CrashPoint.BEFORE_PROGRESS.reached(batchId);
-            StreamProgress progress = progress(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs);
+            StreamProgress progress = progress(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs,
+                    pipeline.daySpill());
             Row row = progress.toRow();
             append(spark.createDataFrame(List.of(row), row.schema()), Table.STREAM_PROGRESS, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
@@ -241,7 +249,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     }
 
     private WatermarkLedger.Position positionFor(SparkSession spark, long batchId, String queryId) {
-        alreadyCommitted = java.util.EnumSet.noneOf(Table.class);
+        alreadyCommitted = new java.util.HashSet<>();
         if (ledger == null || ledger.next().batchId() != batchId) {
             requireSameQuery(spark, queryId);
             ledger = loadLedger(spark, batchId);
@@ -249,7 +257,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             if (!alreadyCommitted.isEmpty()) {
                 LOG.info("batch {} is a replay: already in {}; writing only the rest", batchId, alreadyCommitted);
             }
-            kpis.reset();
+            kpis.forEach(OpenWindowKpis::reset);
         }
         return ledger.next();
     }
@@ -274,9 +282,12 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * two seconds per commit here: bench/RESULTS.md).
      */
     private java.util.Set<Table> committedTables(SparkSession spark, long batchId) {
-        java.util.Set<Table> found = java.util.EnumSet.noneOf(Table.class);
-        for (Table t : List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M, Table.STREAM_GAPS, Table.STREAM_PROGRESS)) {
-            String column = t == Table.KPI_5M ? "stream_batch_id" : "batch_id";
+        java.util.Set<Table> found = new java.util.HashSet<>();
+        for (Table t : lakehouse.tables()) {
+            if (t.equals(Table.RECONCILE_REPORT) || t.equals(Table.EXPIRED_DAYS)) {
+                continue;
+            }
+            String column = t.isKpi() ? "stream_batch_id" : "batch_id";
             if (!lakehouse.read(spark, t).where(col(column).equalTo(batchId)).limit(1).isEmpty()) {
                 found.add(t);
             }
@@ -326,7 +337,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         }
         skewWarned = skew.trailing();
         String effect = ledger.policy() == TidemarkConfig.WatermarkPolicy.SPARK
-                ? "with watermark.policy=spark its records are late for lagging and reach kpi_5m only at reconcile; "
+                ? "with watermark.policy=spark its records are late for lagging and reach the KPI tables only at reconcile; "
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
                         + "idle for watermark.idle-timeout (" + QueryDefinition.human(config.watermarkIdleTimeout()) + ")";
@@ -358,7 +369,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
 
     private Future<Long> submit(SparkSession spark, java.util.concurrent.Callable<Long> work) {
         if (writers == null) {
-            writers = Executors.newFixedThreadPool(4, r -> {
+            // One thread per table a batch commits to side by side: raw_events, late_events, dead_letter, stream_gaps, the KPI tables.
+            writers = Executors.newFixedThreadPool(4 + pipeline.tables().size(), r -> {
                 Thread t = new Thread(r, "tidemark-delta-writer");
                 t.setDaemon(true);
                 return t;
@@ -396,13 +408,13 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * ({@link ClosedDays#COLUMN}) made from the watermark in force for the next batch.
      */
     private static StreamProgress progress(String queryId, WatermarkLedger.Entry e, long in, long onTime, long late, long invalid, long kpiRows,
-                                           long startedMs, long classifiedMs, long writtenMs) {
+                                           long startedMs, long classifiedMs, long writtenMs, java.time.Duration daySpill) {
         long finished = System.currentTimeMillis();
         return new StreamProgress(e.batchId(), queryId, Instant.ofEpochMilli(e.watermarkMs()), Instant.ofEpochMilli(e.nextWatermarkMs()),
                 instant(e.maxEventMs()), instant(e.maxEventSeenMs()), in, onTime, late, invalid, kpiRows, Instant.ofEpochMilli(startedMs),
                 Instant.ofEpochMilli(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
                 e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs(),
-                ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs())).lastClosed().orElse(null), Instant.ofEpochMilli(e.batchTimeMs()),
+                ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs()), daySpill).lastClosed().orElse(null), Instant.ofEpochMilli(e.batchTimeMs()),
                 new java.util.TreeMap<>(e.partitions()));
     }
 

@@ -86,6 +86,11 @@ final class OpenWindowKpis {
         return aggregation;
     }
 
+    /** The KPI table it keeps. */
+    Table table() {
+        return table;
+    }
+
     /** Forgets the open rows; the next write reloads them from the table (after a restart or a replay). */
     void reset() {
         open = null;

@@ -31,28 +31,28 @@ import io.tidemark.late.LateRecordRouter;
  * reason), late, or on time. Pure: the same batch and watermark always give the same rows.
  *
  * <p>Output columns: the Kafka coordinates ({@code kafka_topic, kafka_partition, kafka_offset,
- * kafka_key, ingest_ts}), {@code reason, detail} (null when valid), the event fields, the window
- * columns and {@code is_late} (valid rows only), {@code payload} (valid rows) and
+ * kafka_key, ingest_ts}), {@code reason, detail} (null when valid), the event fields and {@code is_late} (valid rows only), {@code payload} (valid rows) and
  * {@code raw_bytes, raw_text, message_bytes} (invalid rows).
+ * ({@code is_late}: a contribution of the record to a KPI table's window is late, {@link LateRecordRouter}.)
  */
 public final class RecordClassifier {
 
+    private final Pipeline pipeline;
     private final Pipeline.EventTable events;
     /** A classified record's reason and detail, over the decoder's output and the event columns (built once: the CHECKs do not change). */
     private final Column reason;
     private final Column detail;
-    private final Duration window;
     private final int maxMessageBytes;
     private final UserDefinedFunction decode;
 
     /**
-     * @param events the pipeline's event table: its columns are decoded, its CHECKs give the reasons
-     * @param window the windows a record is late for (the KPI table's)
+     * @param pipeline its event table's columns are decoded, its CHECKs give the reasons; its KPI
+     *                 tables' windows decide which records are late
      */
-    public RecordClassifier(Pipeline.EventTable events, int maxMessageBytes, Duration clockSkew, Duration maxEventAge, Duration window) {
-        this.events = events;
+    public RecordClassifier(Pipeline pipeline, int maxMessageBytes, Duration clockSkew, Duration maxEventAge) {
+        this.pipeline = pipeline;
+        this.events = pipeline.events();
         EventDecoder decoder = new EventDecoder(events, maxMessageBytes, clockSkew.toNanos() / 1000, maxEventAge.toNanos() / 1000);
-        this.window = window;
         this.maxMessageBytes = maxMessageBytes;
         StructType decoded = new StructType()
                 .add("_reason", DataTypes.StringType)
@@ -118,7 +118,7 @@ public final class RecordClassifier {
         order.addAll(eventColumns());
         checked = checked.selectExpr(order.stream().map(c -> "`" + c + "`").toArray(String[]::new));
         Column valid = col("reason").isNull();
-        Dataset<Row> marked = LateRecordRouter.markLate(checked, events.eventTime(), window, watermarkMs);
+        Dataset<Row> marked = LateRecordRouter.markLate(checked, pipeline, watermarkMs);
         return marked
                 .withColumn("is_late", when(valid, col("is_late")))
                 .withColumn("payload", when(valid, col("value").cast("string")))
@@ -195,8 +195,8 @@ public final class RecordClassifier {
         return "kpi" + kpi + "_" + column;
     }
 
-    /** Late valid rows, still carrying every classified column. */
-    public static Dataset<Row> late(Dataset<Row> classified) {
-        return classified.filter(col("reason").isNull().and(col("is_late")));
+    /** Rows for {@code late_events}: one per late contribution of a valid record ({@link LateRecordRouter#lateEvents}). */
+    public Dataset<Row> lateEvents(Dataset<Row> classified, long watermarkMs, long batchId) {
+        return LateRecordRouter.lateEvents(classified.filter(col("reason").isNull()), pipeline, watermarkMs, batchId);
     }
 }

@@ -86,12 +86,12 @@ public final class StreamMetrics implements AutoCloseable {
         batches = Counter.builder().name("tidemark_stream_batches_total")
                 .help("Micro-batches committed to every table by this process.").register(registry);
         records = Counter.builder().name("tidemark_stream_records_total")
-                .help("Kafka records of the committed micro-batches, by outcome: on_time (in kpi_5m), late (late_events), invalid (dead_letter).")
+                .help("Kafka records of the committed micro-batches, by outcome: on_time (in the KPI tables), late (a window of it had closed: late_events), invalid (dead_letter).")
                 .labelNames("outcome").register(registry);
         invalidRecords = Counter.builder().name("tidemark_stream_invalid_records_total")
                 .help("Invalid records written to dead_letter, by reason code.").labelNames("reason").register(registry);
         kpiRows = Counter.builder().name("tidemark_stream_kpi_rows_written_total")
-                .help("Open-window kpi_5m rows the stream wrote (each batch rewrites the windows it touched).").register(registry);
+                .help("Open-window KPI rows the stream wrote (each batch rewrites the windows it touched).").register(registry);
         replayedBatches = Counter.builder().name("tidemark_stream_replayed_batches_total")
                 .help("Batches Spark replayed after a restart in which some tables already held the batch: their commits were skipped, the rest committed.")
                 .register(registry);

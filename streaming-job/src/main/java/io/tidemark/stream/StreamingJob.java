@@ -163,7 +163,7 @@ public final class StreamingJob {
 
     static final JobMain.Spec COMMAND_LINE = JobMain.Spec.of("stream", """
             Usage: spark-submit --class io.tidemark.stream.StreamingJob tidemark-spark-jobs.jar [--available-now] [key=value ...]
-            The speed layer: read the topic, write raw_events, late_events, dead_letter, kpi_5m and stream_progress each
+            The speed layer: read the topic, write raw_events, late_events, dead_letter, the KPI tables and stream_progress each
             micro-batch, until stopped.
               --available-now   read what the topic holds now, then stop
               key=value         a setting, e.g. lakehouse=/data/lakehouse; settings:

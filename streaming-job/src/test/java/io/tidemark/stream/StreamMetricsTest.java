@@ -13,7 +13,6 @@ import java.net.http.HttpResponse;
 import java.sql.Date;
 import java.sql.Timestamp;
 import java.time.Instant;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,7 +36,7 @@ class StreamMetricsTest {
             m.batchCommitted(progress(7, 10, 6, 1, 3, "2026-11-28T10:20:00Z", "2026-11-28T10:30:00Z", 1_250),
                     Map.of("NOT_JSON", 2L, "EMPTY", 1L), Set.of());
             m.batchCommitted(progress(8, 5, 4, 0, 1, "2026-11-28T10:40:00Z", "2026-11-28T10:50:00Z", 750),
-                    Map.of("NOT_JSON", 1L), EnumSet.of(Table.RAW_EVENTS));
+                    Map.of("NOT_JSON", 1L), Set.of(Table.RAW_EVENTS));
 
             List<String> lines = scrape(m.port());
             assertThat(lines).contains(

@@ -70,14 +70,22 @@ final class BatchDriver implements AutoCloseable {
 
     /** Writes the next batch, {@code records} in their order, with Spark's batch timestamp {@code batchTime}. */
     void pipe(Instant batchTime, List<In> records) throws Exception {
+        pipeBytes(batchTime, records.stream().map(r -> new Bytes(r.partition(), r.message().value() == null ? null
+                : r.message().value().getBytes(StandardCharsets.UTF_8), r.message().kafkaTimestamp())).toList());
+    }
+
+    /** One record of a batch as Kafka holds it: its partition, its value's bytes (any bytes, UTF-8 or not) and its timestamp. */
+    record Bytes(int partition, byte[] value, Instant kafkaTimestamp) {
+    }
+
+    /** {@link #pipe(Instant, List)} for records given as bytes. */
+    void pipeBytes(Instant batchTime, List<Bytes> records) throws Exception {
         Map<Integer, Long> start = new TreeMap<>(nextOffset);
         List<Row> rows = new ArrayList<>();
-        for (In r : records) {
+        for (Bytes r : records) {
             start.putIfAbsent(r.partition(), 0L);
             long offset = nextOffset.merge(r.partition(), 1L, Long::sum) - 1;
-            String v = r.message().value();
-            rows.add(RowFactory.create(null, v == null ? null : v.getBytes(StandardCharsets.UTF_8), config.topic(), r.partition(), offset,
-                    Timestamp.from(r.message().kafkaTimestamp()), 0));
+            rows.add(RowFactory.create(null, r.value(), config.topic(), r.partition(), offset, Timestamp.from(r.kafkaTimestamp()), 0));
         }
         BatchInput in = new BatchInput(nextBatch, queryId, batchTime.toEpochMilli(), start, new TreeMap<>(nextOffset));
         Map<String, String> before = new TreeMap<>();

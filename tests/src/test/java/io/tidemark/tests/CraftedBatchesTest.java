@@ -98,7 +98,7 @@ class CraftedBatchesTest {
     }
 
     private List<Row> rows(String sql) {
-        return spark.sql(sql.replace("{kpi}", lakehouse.ref(Lakehouse.Table.KPI_5M))
+        return spark.sql(sql.replace("{kpi}", lakehouse.ref(Lakehouse.Table.kpi("kpi_5m")))
                 .replace("{late}", lakehouse.ref(Lakehouse.Table.LATE_EVENTS))
                 .replace("{raw}", lakehouse.ref(Lakehouse.Table.RAW_EVENTS))
                 .replace("{dead}", lakehouse.ref(Lakehouse.Table.DEAD_LETTER))

@@ -65,7 +65,7 @@ class EndToEndTest {
         // Volume is conserved exactly: what the KPIs hold plus what was late is what the raw log holds.
         Row volumes = infra.spark.sql("SELECT "
                 + "(SELECT sum(CAST(volume_gb AS DECIMAL(38,9))) FROM " + lh.ref(Table.RAW_EVENTS) + "), "
-                + "(SELECT sum(total_gb) FROM " + lh.ref(Table.KPI_5M) + "), "
+                + "(SELECT sum(total_gb) FROM " + lh.ref(Table.kpi("kpi_5m")) + "), "
                 + "(SELECT sum(CAST(volume_gb AS DECIMAL(38,9))) FROM " + lh.ref(Table.LATE_EVENTS) + ")").first();
         assertThat(volumes.getDecimal(1).add(volumes.getDecimal(2))).isEqualByComparingTo(volumes.getDecimal(0));
 

@@ -67,7 +67,7 @@ class LateSplitVsSparkTest {
         Lakehouse lh = Lakehouse.of(config);
         Map<String, Long> ours = new HashMap<>();
         for (Row r : infra.spark.sql("SELECT date_format(window_start, 'yyyy-MM-dd HH:mm:ss'), cell_site_id, record_count FROM "
-                + lh.ref(Lakehouse.Table.KPI_5M)).collectAsList()) {
+                + lh.ref(Lakehouse.Table.kpi("kpi_5m"))).collectAsList()) {
             ours.put(r.getString(0) + "|" + r.getString(1), r.getLong(2));
         }
         long late = infra.spark.sql("SELECT count(*) FROM " + lh.ref(Lakehouse.Table.LATE_EVENTS)).first().getLong(0);

@@ -63,7 +63,7 @@ class MaintenanceUnderLoadTest {
     /** Kafka timestamp of the valid records (plus a millisecond each); the invalid ones arrive on D0. */
     private static final Instant INGEST = Instant.parse("2026-11-29T12:00:00Z");
     private static final int PER_BATCH = 20;
-    private static final List<Table> PARTITIONED = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.KPI_5M);
+    private static final List<Table> PARTITIONED = List.of(Table.RAW_EVENTS, Table.LATE_EVENTS, Table.DEAD_LETTER, Table.kpi("kpi_5m"));
 
     /** What was sent: the messages, and per event day the valid records (late ones included), and the invalid ones. */
     private static final class Sent {
@@ -197,7 +197,7 @@ class MaintenanceUnderLoadTest {
                 .containsExactly(tuple(D1, DayOutcome.Status.RECONCILED), tuple(D2, DayOutcome.Status.RECONCILED));
         assertThat(maintained.get()).extracting(Maintenance.TableReport::table, Maintenance.TableReport::problem)
                 .containsExactly(tuple(Table.RAW_EVENTS, null), tuple(Table.LATE_EVENTS, null), tuple(Table.DEAD_LETTER, null),
-                        tuple(Table.KPI_5M, null), tuple(Table.STREAM_PROGRESS, null));
+                        tuple(Table.kpi("kpi_5m"), null), tuple(Table.STREAM_PROGRESS, null));
         assertThat(lines).as("a header and one line per table").hasSize(6);
         assertThat(lines.get(1)).startsWith("maintain raw_events   compacted 3 closed days (2026-11-25 .. 2026-11-27); ");
         assertThat(lines.get(2)).startsWith("maintain late_events  compacted 3 closed days (2026-11-25 .. 2026-11-27); ");
@@ -232,7 +232,7 @@ class MaintenanceUnderLoadTest {
         }
         assertThat(TableChecks.filesByDay(spark, lakehouse, Table.DEAD_LETTER, "arrival_date")).containsEntry(D0, 1L);
         // kpi_5m: D0 is maintain's alone (not reconciled); D1 and D2 were replaced by reconcile before or after.
-        assertThat(TableChecks.filesByDay(spark, lakehouse, Table.KPI_5M, "event_date").get(D0)).isEqualTo(1);
+        assertThat(TableChecks.filesByDay(spark, lakehouse, Table.kpi("kpi_5m"), "event_date").get(D0)).isEqualTo(1);
 
         assertThat(stream.failures).as("the stream failed beside maintain (it was restarted from its checkpoint)").isEmpty();
     }
@@ -254,7 +254,7 @@ class MaintenanceUnderLoadTest {
         StreamingJob streamJob = new StreamingJob(spark, config, null);
         streamJob.start(true).awaitTermination();
         streamJob.close();
-        List<Table> tables = java.util.Arrays.stream(Table.values())
+        List<Table> tables = lakehouse.tables().stream()
                 .filter(t -> io.delta.tables.DeltaTable.isDeltaTable(spark, lakehouse.path(t))).toList();
         Map<String, Long> countsBefore = TableChecks.rowCounts(spark, lakehouse, tables);
         assertThat(countsBefore).containsEntry("raw_events", sent.valid()).containsEntry("dead_letter", 6L)
@@ -291,7 +291,7 @@ class MaintenanceUnderLoadTest {
         for (LocalDate d : CLOSED) {
             assertThat(filesKilled.get(Table.RAW_EVENTS).get(d)).as("raw_events %s compacted by the killed run", d).isEqualTo(1);
         }
-        assertThat(filesKilled.get(Table.KPI_5M)).as("kpi_5m not reached").isEqualTo(filesBefore.get(Table.KPI_5M));
+        assertThat(filesKilled.get(Table.kpi("kpi_5m"))).as("kpi_5m not reached").isEqualTo(filesBefore.get(Table.kpi("kpi_5m")));
         assertThat(filesKilled.get(Table.DEAD_LETTER)).as("dead_letter not reached").isEqualTo(filesBefore.get(Table.DEAD_LETTER));
 
         JobProcess rerun = JobProcess.start(Maintenance.class, List.of("lakehouse=" + config.lakehouseUri(), "--no-vacuum"), Map.of(),

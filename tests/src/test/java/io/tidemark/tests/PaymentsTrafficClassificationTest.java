@@ -93,7 +93,7 @@ class PaymentsTrafficClassificationTest {
         assertThat(events.columns().stream().map(Pipeline.Column::name)).containsExactlyElementsOf(TrafficProfile.PAYMENTS.fields());
         assertThat(events.checks().stream().map(Pipeline.Check::reason)).containsExactly("POSITIVE_AMOUNT", "KNOWN_STATUS", "COUNTRY_CODE");
         Pipeline.KpiTable merchant1m = payments.table("merchant_1m").orElseThrow();
-        RecordClassifier classifier = new RecordClassifier(events, MAX_MESSAGE_BYTES, CLOCK_SKEW, MAX_EVENT_AGE, merchant1m.window().size());
+        RecordClassifier classifier = new RecordClassifier(payments, MAX_MESSAGE_BYTES, CLOCK_SKEW, MAX_EVENT_AGE);
 
         TrafficSpec spec = TrafficSpec.builder().profile(TrafficProfile.PAYMENTS).count(COUNT).invalidFraction(0.5).lateFraction(0.1)
                 .eventClockStart(START).seed(11).build();

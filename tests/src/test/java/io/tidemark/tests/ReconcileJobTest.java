@@ -137,14 +137,14 @@ class ReconcileJobTest {
     }
 
     private List<Row> rows(String sql) {
-        return spark.sql(sql.replace("{kpi}", lakehouse.ref(Table.KPI_5M))
+        return spark.sql(sql.replace("{kpi}", lakehouse.ref(Table.kpi("kpi_5m")))
                 .replace("{raw}", lakehouse.ref(Table.RAW_EVENTS))
                 .replace("{report}", lakehouse.ref(Table.RECONCILE_REPORT))).collectAsList();
     }
 
     /** Every column of the KPI rows of the given days, one string per row, sorted. */
     private List<String> kpiSnapshot(String days) {
-        return rows("SELECT " + allColumns(spark, lakehouse, Table.KPI_5M) + " AS r FROM {kpi} WHERE event_date IN (" + days + ") ORDER BY r")
+        return rows("SELECT " + allColumns(spark, lakehouse, Table.kpi("kpi_5m")) + " AS r FROM {kpi} WHERE event_date IN (" + days + ") ORDER BY r")
                 .stream().map(r -> r.getString(0)).toList();
     }
 
@@ -166,7 +166,7 @@ class ReconcileJobTest {
     @Test
     @Order(1)
     void openDaysAndBadRangesAreRefused() {
-        long kpiVersion = version(Table.KPI_5M);
+        long kpiVersion = version(Table.kpi("kpi_5m"));
         assertThatThrownBy(() -> job.run(DaySelection.range(D28, D29), false))
                 .isInstanceOf(RequestRefusedException.class)
                 .hasMessage("day 2026-11-29 is not closed: the stream's watermark is 2026-11-29T00:50:00Z and the day closes only when it "
@@ -178,7 +178,7 @@ class ReconcileJobTest {
                 .hasMessage("--from 2026-11-28 is after --to 2026-11-27; give the earlier day first");
         assertThatThrownBy(() -> DaySelection.recent(0)).isInstanceOf(RequestRefusedException.class)
                 .hasMessage("--recent 0: the number of days must be at least 1");
-        assertThat(version(Table.KPI_5M)).as("a refused run writes nothing").isEqualTo(kpiVersion);
+        assertThat(version(Table.kpi("kpi_5m"))).as("a refused run writes nothing").isEqualTo(kpiVersion);
         assertThat(rows("SELECT count(*) FROM {report}").get(0).getLong(0)).isZero();
     }
 
@@ -187,7 +187,7 @@ class ReconcileJobTest {
     void dirtyDaysAreTheClosedDaysWithLateRecordsAndADryRunWritesNothing() {
         assertThat(job.closedDays().lastClosed()).contains(D28);
         assertThat(job.dirtyDays()).containsExactly(D27, D28);
-        long kpiVersion = version(Table.KPI_5M);
+        long kpiVersion = version(Table.kpi("kpi_5m"));
         long reportVersion = version(Table.RECONCILE_REPORT);
 
         ReconcileResult dry = job.run(DaySelection.range(LocalDate.parse("2026-11-25"), D27), true);
@@ -198,7 +198,7 @@ class ReconcileJobTest {
                         tuple(LocalDate.parse("2026-11-25"), DayOutcome.Status.NO_DATA, 0L, BigDecimal.ZERO, 0L),
                         tuple(D26, DayOutcome.Status.DRY_RUN, 0L, new BigDecimal("0.000000000"), 0L),
                         tuple(D27, DayOutcome.Status.DRY_RUN, 2L, new BigDecimal("1.300000000"), 2L));
-        assertThat(version(Table.KPI_5M)).isEqualTo(kpiVersion);
+        assertThat(version(Table.kpi("kpi_5m"))).isEqualTo(kpiVersion);
         assertThat(version(Table.RECONCILE_REPORT)).isEqualTo(reportVersion);
         assertThat(printed.toString(StandardCharsets.UTF_8)).contains("reconcile 2026-11-25 [1/3]: no data");
     }

@@ -19,8 +19,8 @@ final class TableChecks {
     /** Every column of every KPI row, one string per row, sorted, by day. */
     static Map<LocalDate, List<String>> kpiRowsByDay(SparkSession spark, Lakehouse lakehouse) {
         Map<LocalDate, List<String>> out = new TreeMap<>();
-        spark.sql("SELECT event_date, " + ReconcileJobTest.allColumns(spark, lakehouse, Table.KPI_5M) + " AS r FROM "
-                        + lakehouse.ref(Table.KPI_5M) + " ORDER BY r")
+        spark.sql("SELECT event_date, " + ReconcileJobTest.allColumns(spark, lakehouse, Table.kpi("kpi_5m")) + " AS r FROM "
+                        + lakehouse.ref(Table.kpi("kpi_5m")) + " ORDER BY r")
                 .collectAsList()
                 .forEach(row -> out.computeIfAbsent(row.getDate(0).toLocalDate(), d -> new ArrayList<>()).add(row.getString(1)));
         return out;
@@ -46,7 +46,7 @@ final class TableChecks {
                 WHERE t.n IS NULL OR k.record_count IS NULL OR t.n <> k.record_count OR t.gb <> k.total_gb
                    OR t.subs <> k.subscribers OR k.source <> 'batch'
                 LIMIT 20
-                """.formatted(lakehouse.ref(Table.RAW_EVENTS), in, lakehouse.ref(Table.KPI_5M), in))
+                """.formatted(lakehouse.ref(Table.RAW_EVENTS), in, lakehouse.ref(Table.kpi("kpi_5m")), in))
                 .collectAsList().stream().map(r -> r.getString(0)).toList();
     }
 

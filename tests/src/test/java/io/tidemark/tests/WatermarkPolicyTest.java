@@ -54,7 +54,7 @@ class WatermarkPolicyTest {
 
     private record Run(SparkSession spark, Lakehouse lakehouse, TidemarkConfig config) {
         List<Row> rows(String sql) {
-            return spark.sql(sql.replace("{kpi}", lakehouse.ref(Lakehouse.Table.KPI_5M))
+            return spark.sql(sql.replace("{kpi}", lakehouse.ref(Lakehouse.Table.kpi("kpi_5m")))
                     .replace("{late}", lakehouse.ref(Lakehouse.Table.LATE_EVENTS))
                     .replace("{progress}", lakehouse.ref(Lakehouse.Table.STREAM_PROGRESS))).collectAsList();
         }

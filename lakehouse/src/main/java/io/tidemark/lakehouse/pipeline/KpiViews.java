@@ -48,6 +48,16 @@ public final class KpiViews {
         return out;
     }
 
+    /** The names of the views {@link #statements} creates for {@code tables}. */
+    static java.util.Set<String> names(List<Pipeline.KpiTable> tables) {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        for (String statement : statements(new Pipeline("", null, tables, 0.01))) {
+            String rest = statement.substring("CREATE OR REPLACE TEMPORARY VIEW ".length());
+            out.add(rest.substring(0, rest.indexOf(' ')).toLowerCase(java.util.Locale.ROOT));
+        }
+        return out;
+    }
+
     private static String strip(String table) {
         String base = WINDOW_SUFFIX.matcher(table).replaceFirst("");
         return base.isEmpty() ? table : base;

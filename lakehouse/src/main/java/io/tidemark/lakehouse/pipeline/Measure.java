@@ -129,7 +129,7 @@ public record Measure(String name, Kind kind, String column, String argument, Da
     }
 
     private String kllInput() {
-        return "CAST(" + argument + " AS " + kllType().toUpperCase(java.util.Locale.ROOT) + ")";
+        return "CAST(" + in(argument) + " AS " + kllType().toUpperCase(java.util.Locale.ROOT) + ")";
     }
 
     /** The columns stored for it in the KPI table: the value, and what merging needs besides (a sum and count, a sketch). */
@@ -142,19 +142,29 @@ public record Measure(String name, Kind kind, String column, String argument, Da
         };
     }
 
-    /** Face 1: the aggregates of one micro-batch's records of a window, as {@code expr AS column} (one per stored column but the value). */
+    /**
+     * Face 1: the aggregates of one micro-batch's records of a window, as {@code expr AS column} (one per stored column but the value).
+     * A FILTER is folded into the argument ({@code sum(CASE WHEN cond THEN amount END)}), which every one of these aggregates
+     * reads the same way (they skip nulls): Spark's sorted aggregation (spark.sql.execution.replaceHashWithSortAgg, which reconcile
+     * relies on) drops an aggregate's FILTER clause when it merges the partial and final aggregates into one (Spark 4.2.0), and
+     * would count every record.
+     */
     public List<String> partial() {
-        String f = filtered();
         return switch (kind) {
-            case COUNT_ALL -> List.of("count(*)" + f + " AS " + name);
-            case COUNT -> List.of("count(" + argument + ")" + f + " AS " + name);
-            case SUM -> List.of("sum(" + argument + ")" + f + " AS " + name);
-            case MIN -> List.of("min(" + argument + ")" + f + " AS " + name);
-            case MAX -> List.of("max(" + argument + ")" + f + " AS " + name);
-            case AVG -> List.of("sum(" + argument + ")" + f + " AS " + name + "_sum", "count(" + argument + ")" + f + " AS " + name + "_count");
-            case APPROX_COUNT_DISTINCT -> List.of("hll_sketch_agg(" + argument + ", " + HLL_LG_K + ")" + f + " AS " + sketch);
-            case PERCENTILE_APPROX -> List.of("kll_sketch_agg_" + kllType() + "(" + kllInput() + ")" + f + " AS " + sketch);
+            case COUNT_ALL -> List.of("count(" + (filter == null ? "*" : in("1")) + ") AS " + name);
+            case COUNT -> List.of("count(" + in(argument) + ") AS " + name);
+            case SUM -> List.of("sum(" + in(argument) + ") AS " + name);
+            case MIN -> List.of("min(" + in(argument) + ") AS " + name);
+            case MAX -> List.of("max(" + in(argument) + ") AS " + name);
+            case AVG -> List.of("sum(" + in(argument) + ") AS " + name + "_sum", "count(" + in(argument) + ") AS " + name + "_count");
+            case APPROX_COUNT_DISTINCT -> List.of("hll_sketch_agg(" + in(argument) + ", " + HLL_LG_K + ") AS " + sketch);
+            case PERCENTILE_APPROX -> List.of("kll_sketch_agg_" + kllType() + "(" + kllInput() + ") AS " + sketch);
         };
+    }
+
+    /** {@code value} when the record passes the FILTER, else null (which every aggregate skips): the FILTER folded into an argument. */
+    private String in(String value) {
+        return filter == null ? value : "CASE WHEN " + filter + " THEN " + value + " END";
     }
 
     /** Face 2: a stored row {@code s} and a batch's partial row {@code b} of the same window merged, as {@code expr AS column}. */
@@ -300,22 +310,21 @@ public record Measure(String name, Kind kind, String column, String argument, Da
      * smallest value, which percentile_approx estimates).
      */
     public String exact() {
-        String f = filtered();
         return switch (kind) {
             // The distinct values' set, whose size is count(DISTINCT) without the plan Spark needs for a DISTINCT beside other
             // aggregates; reconcile builds the sketch from the same set (distinctValues).
             case APPROX_COUNT_DISTINCT -> "CAST(size(" + distinctValues() + ") AS BIGINT)";
             // The ceil(p * n)-th smallest value, in the column's own type (percentile_disc answers in DOUBLE).
-            case PERCENTILE_APPROX -> "try_element_at(sort_array(collect_list(" + argument + ")" + f + "), CAST(greatest(ceil(" + quantile
-                    + " * count(" + argument + ")" + f + "), 1) AS INT))";
-            case AVG -> "CAST(sum(" + argument + ")" + f + " / count(" + argument + ")" + f + " AS " + resultType() + ")";
+            case PERCENTILE_APPROX -> "try_element_at(sort_array(collect_list(" + in(argument) + ")), CAST(greatest(ceil(" + quantile
+                    + " * count(" + in(argument) + ")), 1) AS INT))";
+            case AVG -> "CAST(sum(" + in(argument) + ") / count(" + in(argument) + ") AS " + resultType() + ")";
             default -> partial().get(0).substring(0, partial().get(0).lastIndexOf(" AS "));
         };
     }
 
     /** For a distinct count: the window's distinct values, sorted, as Spark SQL (the exact count is its size). */
     public String distinctValues() {
-        return "array_sort(collect_set(" + argument + ")" + filtered() + ")";
+        return "array_sort(collect_set(" + in(argument) + "))";
     }
 
     /** Face 4: how far the stream's value was from the truth, relative to the truth: null when the truth is 0 or absent. */

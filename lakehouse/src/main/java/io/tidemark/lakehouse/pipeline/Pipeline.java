@@ -17,11 +17,31 @@ import org.apache.spark.sql.types.DataType;
  * @param events         the event table: schema, checks, topic, format, event time, lateness
  * @param tables         the KPI tables, in the order of the file
  * @param driftThreshold the relative drift (|truth - stream| / truth) above which a reconciled window is reported
+ * @param views          the analyst views the file declares over Tidemark's tables, in its order
  */
-public record Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold) {
+public record Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold, List<View> views) {
 
     public Pipeline {
         tables = List.copyOf(tables);
+        views = List.copyOf(views);
+    }
+
+    public Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold) {
+        this(file, events, tables, driftThreshold, List.of());
+    }
+
+    /**
+     * An analyst view the pipeline declares ({@code CREATE VIEW name AS SELECT ...} over
+     * {@code tidemark.<table>}): registered with the tables, as Tidemark's own views are. Views over the
+     * domain's columns (late volume per cell, say) belong to the pipeline, not to Tidemark.
+     *
+     * @param query the SELECT as written
+     */
+    public record View(String name, String query, Position at) {
+        /** The statement that registers it in a session. */
+        public String statement() {
+            return "CREATE OR REPLACE TEMPORARY VIEW " + name + " AS\n" + query;
+        }
     }
 
     /**
@@ -40,43 +60,16 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         Window window = new Window(config.window(), config.window());
         List<KpiTable> tables = p.tables().stream()
                 .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.at())).toList();
-        return new Pipeline(p.file(), events, tables, p.driftThreshold());
+        return new Pipeline(p.file(), events, tables, p.driftThreshold(), p.views());
     }
 
     /**
-     * Refuses a pipeline the jobs of this version cannot run: they keep {@code raw_events},
-     * {@code late_events} and {@code kpi_5m} with the network pipeline's columns, so a pipeline runs
-     * when its event table has those columns and its one KPI table is a tumbling {@code kpi_5m} with
-     * those columns. Its topic, lateness, checks, WHERE and FILTER clauses, window size and drift
-     * threshold are its own. ({@code tidemark pipeline check} accepts any valid file.)
-     *
-     * @throws PipelineException at the first place that differs, saying what the jobs keep
+     * How far past its midnight a day's last window ends: 0 for tumbling windows (they divide the day);
+     * size - slide for a hopping table (its last window of the day starts one slide before midnight). A
+     * day is closed when the watermark has passed that too.
      */
-    public Pipeline requireRunnable() {
-        Pipeline network = PipelineParser.shipped(PipelineParser.DEFAULT);
-        List<String> columns = events.columns().stream().map(Column::toString).toList();
-        List<String> networkColumns = network.events().columns().stream().map(Column::toString).toList();
-        String later = "the jobs of this version keep the network pipeline's tables; `tidemark pipeline check` accepts this file, but it "
-                + "cannot run yet";
-        if (!columns.equals(networkColumns) || !events.eventTime().equals(network.events().eventTime())) {
-            throw new PipelineException(events.at(), "the event table has the columns " + String.join(", ", columns) + " and event time "
-                    + events.eventTime() + ", but " + later, "an event table of " + String.join(", ", networkColumns) + " with event time "
-                    + network.events().eventTime());
-        }
-        KpiTable kpi = network.tables().get(0);
-        for (KpiTable t : tables) {
-            if (!t.name().equals(kpi.name())) {
-                throw new PipelineException(t.at(), "KPI table " + t.name() + ": " + later, "one KPI table, " + kpi.name());
-            }
-            if (!t.window().tumbling() || !t.columns().equals(kpi.columns())) {
-                throw new PipelineException(t.at(), kpi.name() + " with a " + t.window() + " window and the columns " + String.join(", ",
-                        t.columns()) + ": " + later, "a tumbling " + kpi.name() + " with the columns " + String.join(", ", kpi.columns()));
-            }
-        }
-        if (tables.isEmpty()) {
-            throw new PipelineException(events.at(), "no KPI table: " + later, "a table " + kpi.name());
-        }
-        return this;
+    public Duration daySpill() {
+        return tables.stream().map(t -> t.window().size().minus(t.window().slide())).max(Duration::compareTo).orElse(Duration.ZERO);
     }
 
     /** The KPI table named {@code name}, if the pipeline declares it. */
@@ -194,17 +187,26 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
 
         /**
-         * What the table's rows mean, in one line: its dimensions, WHERE and measures as written.
-         * Recorded with the lakehouse: a restart or a reconcile whose definition of the table differs
-         * is refused, since the rows would mix two meanings. (The window is kpi_5m's {@code window}
-         * setting, recorded and guarded as such.)
+         * What the table's rows mean, in one line: its dimensions, WHERE, measures as written and
+         * window. Recorded with the lakehouse: a restart or a reconcile whose definition of the table
+         * differs is refused, since the rows would mix two meanings. (kpi_5m's window is the
+         * {@code window} setting, recorded and guarded as such, so its line has none.)
          */
         public String definition() {
             List<String> m = new ArrayList<>();
             measures.forEach(x -> m.add(x.name() + " = " + x.written()));
             return "dimensions " + (dimensions.isEmpty() ? "(none)" : String.join(", ",
                     dimensions.stream().map(Column::name).toList())) + "; where " + (where == null ? "(none)" : where) + "; measures "
-                    + String.join(", ", m);
+                    + String.join(", ", m) + (name.equals(io.tidemark.lakehouse.TidemarkConfig.WINDOW_TABLE) ? "" : "; window " + window);
+        }
+
+        /**
+         * The measure that counts the table's records: its first {@code count(*)} without FILTER. Every
+         * KPI table has one (the parser refuses a table without): it is how a day's rows are balanced
+         * against the raw log ({@link io.tidemark.lakehouse.DayBalance}).
+         */
+        public Optional<Measure> recordCount() {
+            return measures.stream().filter(m -> m.kind() == Measure.Kind.COUNT_ALL && m.filter() == null).findFirst();
         }
 
         /**

@@ -34,6 +34,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.ColumnDefinition;
 import org.apache.spark.sql.catalyst.plans.logical.CreateStreamingTableAsSelect;
 import org.apache.spark.sql.catalyst.plans.logical.CreateTable;
+import org.apache.spark.sql.catalyst.plans.logical.CreateView;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.OptionList;
@@ -322,6 +323,7 @@ public final class PipelineParser {
         EventTable events = null;
         Double drift = null;
         List<KpiTable> tables = new ArrayList<>();
+        List<Pipeline.View> views = new ArrayList<>();
         Set<String> names = new HashSet<>();
         for (Statement s : statements) {
             current = s;
@@ -344,9 +346,16 @@ public final class PipelineParser {
                     throw new PipelineException(t.at(), "a second KPI table named '" + t.name() + "'", "a name of its own");
                 }
                 tables.add(t);
+            } else if (plan instanceof CreateView cv && events != null) {
+                Pipeline.View v = view(cv, tables);
+                if (!names.add(v.name())) {
+                    throw new PipelineException(v.at(), "a second table or view named '" + v.name() + "'", "a name of its own");
+                }
+                views.add(v);
             } else {
                 throw new PipelineException(statementStart(), "a " + plan.nodeName() + " statement; a pipeline file holds one CREATE TABLE ... "
-                        + "USING kafka (the events) and CREATE STREAMING TABLE ... AS SELECT statements (the KPI tables)",
+                        + "USING kafka (the events), CREATE STREAMING TABLE ... AS SELECT statements (the KPI tables) and CREATE VIEW ... AS "
+                        + "SELECT statements over them (analyst views)",
                         "CREATE STREAMING TABLE name AS SELECT window(event_time, '5 minutes') AS w, ..., count(*) AS n FROM STREAM events "
                                 + "GROUP BY window(event_time, '5 minutes'), ...");
             }
@@ -360,8 +369,50 @@ public final class PipelineParser {
             throw new PipelineException(events.at(), "no KPI table over '" + events.name() + "'",
                     "CREATE STREAMING TABLE name AS SELECT ... FROM STREAM " + events.name() + " GROUP BY ...");
         }
-        return new Pipeline(file, events, tables, drift);
+        return new Pipeline(file, events, tables, drift, views);
     }
+
+    /** Views Tidemark itself registers (sql/views.sql): a pipeline's view takes another name. */
+    static final Set<String> OWN_VIEWS = Set.of("late_by_table_day", "drift_by_day");
+
+    /**
+     * {@code CREATE VIEW name AS SELECT ...}: a plain name of its own, a query that reads Tidemark's
+     * tables by their registered names ({@code tidemark.<table>}), nothing else. Its columns are
+     * checked when the views are registered, with the tables.
+     */
+    private Pipeline.View view(CreateView cv, List<KpiTable> tables) {
+        Position start = statementStart();
+        String name = identifier(cv.child());
+        if (!name.matches("[A-Za-z][A-Za-z0-9_]*")) {
+            throw new PipelineException(start, "view name '" + name + "'; Tidemark registers its views by plain name",
+                    "a name of letters, digits and underscores, without a database");
+        }
+        name = name.toLowerCase(Locale.ROOT);
+        Set<String> tableNames = new java.util.TreeSet<>();
+        Lakehouse.Table.OWN.forEach(t -> tableNames.add(t.tableName()));
+        tables.forEach(t -> tableNames.add(t.name().toLowerCase(Locale.ROOT)));
+        if (tableNames.contains(name) || OWN_VIEWS.contains(name) || KpiViews.names(tables).contains(name)) {
+            throw new PipelineException(start, "view '" + name + "' is named like one of Tidemark's tables or views", "another name");
+        }
+        if (!cv.userSpecifiedColumns().isEmpty() || cv.originalText().isEmpty()) {
+            throw new PipelineException(start, "a column list on view '" + name + "'; its columns are its query's", "CREATE VIEW " + name
+                    + " AS SELECT ...");
+        }
+        String viewName = name;
+        forEachNode(cv.query(), n -> {
+            if (n instanceof UnresolvedRelation r) {
+                List<String> parts = CollectionConverters.asJava(r.multipartIdentifier());
+                if (parts.size() != 2 || !parts.get(0).equalsIgnoreCase("tidemark") || !tableNames.contains(parts.get(1).toLowerCase(Locale.ROOT))) {
+                    throw refuse(r, "'" + String.join(".", parts) + "' in view '" + viewName + "': a view reads Tidemark's tables, by their "
+                            + "registered names",
+                            "one of " + String.join(", ", tableNames.stream().map(t -> "tidemark." + t).toList()));
+                }
+            }
+        });
+        return new Pipeline.View(name, cv.originalText().get().strip(), start);
+    }
+
+
 
     private LogicalPlan parsePlan(Statement s) {
         try {
@@ -532,8 +583,8 @@ public final class PipelineParser {
             throw new PipelineException(start, "KPI table name '" + name + "'; Tidemark keeps its tables in the lakehouse, by plain name",
                     "a name of letters, digits and underscores, without a database");
         }
-        for (Lakehouse.Table t : Lakehouse.Table.values()) {
-            if (t != Lakehouse.Table.KPI_5M && t.tableName().equalsIgnoreCase(name)) {
+        for (Lakehouse.Table t : Lakehouse.Table.OWN) {
+            if (t.tableName().equalsIgnoreCase(name)) {
                 throw new PipelineException(start, "'" + name + "' is one of Tidemark's own tables", "another name");
             }
         }
@@ -618,7 +669,12 @@ public final class PipelineParser {
             throw refuse(agg, "no measure", "at least one of " + Measure.Kind.all() + ", AS a name");
         }
         measures = tableProperties(st, name, measures, outputNames);
-        return new KpiTable(name, window, dimensions, where, measures, start);
+        KpiTable table = new KpiTable(name, window, dimensions, where, measures, start);
+        if (table.recordCount().isEmpty()) {
+            throw new PipelineException(start, "KPI table '" + name + "' has no count(*) without FILTER: Tidemark balances each day of the raw log against "
+                    + "it to find the days reconcile must recompute", "count(*) AS records among its measures");
+        }
+        return table;
     }
 
     /** What {@code TBLPROPERTIES} of a KPI table may say: {@code '<measure>.sketch_column'}, the column that stores a sketch. */

@@ -47,8 +47,9 @@ public final class PipelineTables {
                 "kafka_partition  INT       NOT NULL",
                 "kafka_offset     BIGINT    NOT NULL",
                 "ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log'",
-                "is_late          BOOLEAN   NOT NULL COMMENT 'true: its window had closed when it arrived; it is in late_events, not in "
-                        + "streaming KPIs'",
+                "is_late          BOOLEAN   NOT NULL COMMENT '" + (p.tables().size() == 1 && p.tables().get(0).window().tumbling()
+                        ? "true: its window had closed when it arrived; it is in late_events, not in streaming KPIs'"
+                        : "true: a window of it had closed when it arrived; that contribution is in late_events, not in streaming KPIs'"),
                 "batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it'",
                 "event_date       DATE      NOT NULL COMMENT 'UTC date of " + p.events().eventTime() + "'"));
         // Statistics only where queries filter (the event time, the KPI tables' dimensions, the Kafka position and the batch):
@@ -100,7 +101,9 @@ public final class PipelineTables {
                 "kafka_partition  INT       NOT NULL",
                 "kafka_offset     BIGINT    NOT NULL",
                 "arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp'",
-                "event_date       DATE      NOT NULL"));
+                "event_date       DATE      NOT NULL",
+                "kpi              STRING             COMMENT 'the KPI table whose window it was late for (null in rows written before late_events "
+                        + "named it: the first KPI table)'"));
         return create("late_events", cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES + ")");
     }
 

@@ -103,7 +103,8 @@ class PipelineParserTest {
         assertThat(approved.kind()).isEqualTo(Measure.Kind.SUM);
         assertThat(approved.filter()).isEqualTo("status = 'approved'");
         assertThat(approved.resultType()).isEqualTo("DECIMAL(22,2)");
-        assertThat(approved.partial()).containsExactly("sum(amount) FILTER (WHERE status = 'approved') AS approved_amount");
+        // the FILTER folded into the argument: Spark's sorted aggregation drops FILTER clauses (Measure.partial)
+        assertThat(approved.partial()).containsExactly("sum(CASE WHEN status = 'approved' THEN amount END) AS approved_amount");
         assertThat(approved.merge()).containsExactly("coalesce(s.approved_amount + b.approved_amount, s.approved_amount, b.approved_amount)"
                 + " AS approved_amount");
         assertThat(m.measures().get(2).kind()).isEqualTo(Measure.Kind.COUNT_ALL);
@@ -189,9 +190,46 @@ class PipelineParserTest {
                 + "the order of its terms, so the stream's and reconcile's answers could differ; write instead: sum(CAST(score AS DECIMAL(38, 9)))"
                 + " (declare the scale the values need)");
         Measure cast = PipelineParser.parse("p.sql", EVENTS + "CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, "
-                + "sum(CAST(score AS DECIMAL(20, 4))) AS s FROM STREAM pay GROUP BY window(ts, '1 minute');").tables().get(0).measures().get(0);
+                + "count(*) AS n, sum(CAST(score AS DECIMAL(20, 4))) AS s FROM STREAM pay GROUP BY window(ts, '1 minute');").tables().get(0)
+                .measures().get(1);
         assertThat(cast.argument()).isEqualTo("CAST(score AS DECIMAL(20,4))");
         assertThat(cast.resultType()).isEqualTo("DECIMAL(30,4)");
+    }
+
+    /** A KPI table on line 5 that views on line 7 can build on. */
+    private static final String TABLE = EVENTS + "CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, country, count(*) AS n "
+            + "FROM STREAM pay GROUP BY window(ts, '1 minute'), country;\n\n";
+
+    @Test
+    void viewsOverTidemarksTablesAreTheFilesOwn() {
+        Pipeline p = PipelineParser.parse("p.sql", TABLE + "CREATE VIEW late_by_country AS\nSELECT country, count(*) AS late FROM "
+                + "tidemark.late_events GROUP BY country;\nCREATE VIEW busy AS SELECT * FROM tidemark.t WHERE n > 10;");
+        assertThat(p.views()).extracting(Pipeline.View::name, Pipeline.View::query, v -> v.at().toString()).containsExactly(
+                org.assertj.core.api.Assertions.tuple("late_by_country", "SELECT country, count(*) AS late FROM tidemark.late_events GROUP BY country",
+                        "p.sql:7:1"),
+                org.assertj.core.api.Assertions.tuple("busy", "SELECT * FROM tidemark.t WHERE n > 10", "p.sql:9:1"));
+        assertThat(p.views().get(1).statement()).isEqualTo("CREATE OR REPLACE TEMPORARY VIEW busy AS\nSELECT * FROM tidemark.t WHERE n > 10");
+        assertThat(refusal(TABLE + "CREATE VIEW v AS SELECT * FROM late_events;")).isEqualTo("p.sql:7:32: 'late_events' in view 'v': a view "
+                + "reads Tidemark's tables, by their registered names; write instead: one of tidemark.dead_letter, tidemark.expired_days, "
+                + "tidemark.late_events, tidemark.raw_events, tidemark.reconcile_report, tidemark.stream_gaps, tidemark.stream_progress, tidemark.t");
+        assertThat(refusal(TABLE + "CREATE VIEW v AS SELECT * FROM other.thing;")).startsWith("p.sql:7:32: 'other.thing' in view 'v'");
+        assertThat(refusal(TABLE + "CREATE VIEW t_final AS SELECT 1 AS one;")).isEqualTo("p.sql:7:1: view 't_final' is named like one of "
+                + "Tidemark's tables or views; write instead: another name");
+        assertThat(refusal(TABLE + "CREATE VIEW drift_by_day AS SELECT 1 AS one;")).startsWith("p.sql:7:1: view 'drift_by_day' is named like");
+        assertThat(refusal(TABLE + "CREATE VIEW t AS SELECT 1 AS one;")).startsWith("p.sql:7:1: view 't' is named like");
+        assertThat(refusal(TABLE + "CREATE VIEW v (a) AS SELECT 1 AS one;")).isEqualTo("p.sql:7:1: a column list on view 'v'; its columns "
+                + "are its query's; write instead: CREATE VIEW v AS SELECT ...");
+        assertThat(refusal(TABLE + "CREATE VIEW v AS SELECT 1 AS one;\nCREATE VIEW v AS SELECT 2 AS two;"))
+                .isEqualTo("p.sql:8:1: a second table or view named 'v'; write instead: a name of its own");
+    }
+
+    @Test
+    void aTableMustCountItsRecords() {
+        // the day balance that finds the days reconcile must recompute counts each table's records
+        assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, max(amount) AS m, "
+                + "count(*) FILTER (WHERE status = 'ok') AS ok FROM STREAM pay GROUP BY window(ts, '1 minute');"))
+                .isEqualTo("p.sql:5:1: KPI table 't' has no count(*) without FILTER: Tidemark balances each day of the raw log against it to "
+                        + "find the days reconcile must recompute; write instead: count(*) AS records among its measures");
     }
 
     @Test

@@ -15,8 +15,8 @@ import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
  * The {@code pipeline} setting: a pipeline file decides the topic, the lateness and the window, a
- * setting that contradicts it is refused, and a pipeline the jobs cannot run yet is refused before
- * anything starts, at its place in the file.
+ * setting that contradicts it is refused before anything starts, a bad file at its place in it, and
+ * any valid pipeline runs with its own tables.
  */
 class PipelineSettingTest {
 
@@ -81,21 +81,19 @@ class PipelineSettingTest {
     }
 
     @Test
-    void aPipelineTheJobsCannotRunYetIsRefusedAtItsPlace() throws IOException {
-        assertThatThrownBy(() -> config("pipeline", "payments")).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageStartingWith("pipeline pipelines/payments.sql:3:1: the event table has the columns txn_id STRING NOT NULL, ")
-                .hasMessageContaining("but the jobs of this version keep the network pipeline's tables; `tidemark pipeline check` accepts "
-                        + "this file, but it cannot run yet; write instead: an event table of subscriber_id STRING NOT NULL, cell_site_id "
-                        + "STRING NOT NULL, event_ts TIMESTAMP NOT NULL, volume_gb DOUBLE NOT NULL with event time event_ts");
-        Path second = variant("GROUP BY window(event_ts, '5 minutes'), cell_site_id;", "GROUP BY window(event_ts, '5 minutes'), cell_site_id;\n\n"
-                + "CREATE STREAMING TABLE cells_1h AS\nSELECT window(event_ts, '1 hour') AS w, count(*) AS n\nFROM STREAM events\n"
-                + "GROUP BY window(event_ts, '1 hour');");
-        assertThatThrownBy(() -> config("pipeline", second.toString())).hasMessageStartingWith("pipeline " + second + ":35:1: KPI table "
-                + "cells_1h: the jobs of this version keep the network pipeline's tables").hasMessageEndingWith("write instead: one KPI table, kpi_5m");
-        Path measure = variant("approx_count_distinct(subscriber_id) AS subscribers", "approx_count_distinct(subscriber_id) AS subscribers,\n"
-                + "       max(volume_gb) AS peak_gb");
-        assertThatThrownBy(() -> config("pipeline", measure.toString())).hasMessageStartingWith("pipeline " + measure + ":23:1: kpi_5m with a "
-                + "5 minutes (tumbling) window and the columns window_start TIMESTAMP NOT NULL, ");
+    void anyValidPipelineRunsWithItsOwnTables() {
+        TidemarkConfig c = config("pipeline", "payments");
+        assertThat(c.topic()).isEqualTo("payments");
+        assertThat(c.lateness()).isEqualTo(java.time.Duration.ofMinutes(10));
+        io.tidemark.lakehouse.Lakehouse lakehouse = io.tidemark.lakehouse.Lakehouse.of(c);
+        assertThat(lakehouse.kpiTables()).extracting(io.tidemark.lakehouse.Lakehouse.Table::tableName).containsExactly("merchant_1m", "country_1h");
+        assertThat(lakehouse.tables()).extracting(io.tidemark.lakehouse.Lakehouse.Table::tableName).containsExactly("raw_events", "merchant_1m",
+                "country_1h", "late_events", "dead_letter", "stream_progress", "stream_gaps", "reconcile_report", "expired_days");
+        assertThat(lakehouse.schema(io.tidemark.lakehouse.Lakehouse.Table.RAW_EVENTS).fieldNames()).startsWith("txn_id", "user_id", "merchant_id",
+                "country", "amount", "status", "ts", "payload");
+        // the hopping table's last window of a day ends 45 minutes after its midnight: the day closes then
+        assertThat(Pipeline.of(c).daySpill()).isEqualTo(java.time.Duration.ofMinutes(45));
+        assertThat(Pipeline.of(TidemarkConfig.defaults()).daySpill()).isZero();
     }
 
     @Test
