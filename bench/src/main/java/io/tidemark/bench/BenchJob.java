@@ -1,11 +1,9 @@
 package io.tidemark.bench;
 
-import static org.apache.spark.sql.functions.approx_count_distinct;
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.from_json;
-import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.to_date;
-import static org.apache.spark.sql.functions.window;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
@@ -26,7 +24,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryListener;
 import org.apache.spark.sql.streaming.Trigger;
-import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.SparkSessions;
@@ -37,8 +34,10 @@ import io.tidemark.stream.StreamingJob;
  * One benchmarked job in its own JVM:
  * <ul>
  * <li>{@code tidemark}: the speed layer;
- * <li>{@code plain}: the plain Spark job a user would write first (from_json, withWatermark 10 min, 5-minute window
- * per cell with sum and approx_count_distinct, append mode into a Delta table);
+ * <li>{@code plain}: the plain Spark job a user would write first for the pipeline's KPIs: one streaming query per KPI
+ * table (from_json with the events' schema, withWatermark of the lateness, the table's window and dimensions, its
+ * measures as written, Spark's own approx_count_distinct and percentile_approx among them), append mode into a Delta
+ * table;
  * <li>{@code diy}: the do-it-yourself Lambda a user would build from the plain job: one session
  * running two streaming queries on the topic at the same time, a {@code bronze} append of every
  * record (parsed fields, message text, Kafka coordinates) to a Delta table partitioned by event
@@ -49,14 +48,10 @@ import io.tidemark.stream.StreamingJob;
  * micro-batch of each query, {@code END} once every query has terminated, and a final {@code PEAK}
  * line for the orchestrator.
  *
- * <p>Arguments: {@code plain|tidemark|diy bootstrap topic maxRecordsPerBatch workDir}.
+ * <p>Arguments: {@code plain|tidemark|diy bootstrap topic maxRecordsPerBatch workDir [pipeline]} (the pipeline: a
+ * shipped name or a file; network by default).
  */
 public final class BenchJob {
-    static final StructType EVENT_SCHEMA = new StructType()
-            .add("subscriber_id", DataTypes.StringType)
-            .add("cell_site_id", DataTypes.StringType)
-            .add("event_ts", DataTypes.TimestampType)
-            .add("volume_gb", DataTypes.DoubleType);
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
@@ -64,12 +59,14 @@ public final class BenchJob {
         String topic = args[2];
         String maxPerBatch = args[3];
         Path work = Path.of(args[4]);
+        String pipeline = args.length > 5 ? args[5] : "network";
         if (!List.of("plain", "tidemark", "diy").contains(mode)) {
             throw new IllegalArgumentException("unknown job " + mode + " (known: plain, tidemark, diy)");
         }
         Files.createDirectories(work);
         TidemarkConfig config = TidemarkConfig.builder()
                 .set(TidemarkConfig.Key.KAFKA_BOOTSTRAP, bootstrap)
+                .set(TidemarkConfig.Key.PIPELINE, pipeline)
                 .set(TidemarkConfig.Key.TOPIC, topic)
                 .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, maxPerBatch)
                 .set(TidemarkConfig.Key.LAKEHOUSE, work.resolve("lakehouse").toString())
@@ -116,17 +113,19 @@ public final class BenchJob {
                     queries.add(q);
                 }
                 case "plain" -> {
-                    StreamingQuery q = plainJob(spark, config, work);
-                    names.put(q.id(), "plain");
-                    queries.add(q);
+                    for (StreamingQuery q : plainJobs(spark, config, work)) {
+                        names.put(q.id(), "plain");
+                        queries.add(q);
+                    }
                 }
                 default -> {
                     StreamingQuery bronze = bronzeJob(spark, config, work);
                     names.put(bronze.id(), "bronze");
                     queries.add(bronze);
-                    StreamingQuery kpi = plainJob(spark, config, work);
-                    names.put(kpi.id(), "kpi");
-                    queries.add(kpi);
+                    for (StreamingQuery kpi : plainJobs(spark, config, work)) {
+                        names.put(kpi.id(), "kpi");
+                        queries.add(kpi);
+                    }
                 }
             }
         } finally {
@@ -217,18 +216,44 @@ public final class BenchJob {
                 .load();
     }
 
-    /** The plain job, as a user would write it. Checkpoint {@code work/checkpoint}, table {@code work/kpi}. */
-    static StreamingQuery plainJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        Dataset<Row> events = kafka(spark, config)
-                .select(from_json(col("value").cast("string"), EVENT_SCHEMA).as("e"))
-                .select("e.*");
-        return events.withWatermark("event_ts", "10 minutes")
-                .groupBy(window(col("event_ts"), "5 minutes"), col("cell_site_id"))
-                .agg(sum("volume_gb").as("total_gb"), approx_count_distinct("subscriber_id").as("subscribers"))
-                .writeStream().format("delta").outputMode("append")
-                .option("checkpointLocation", work.resolve("checkpoint").toString())
-                .trigger(Trigger.AvailableNow())
-                .start(work.resolve("kpi").toString());
+    /** The pipeline's events as JSON, in its columns' names and types. */
+    static StructType eventSchema(TidemarkConfig config) {
+        StructType schema = new StructType();
+        for (io.tidemark.lakehouse.pipeline.Pipeline.Column c : io.tidemark.lakehouse.pipeline.Pipeline.of(config).events().columns()) {
+            schema = schema.add(c.name(), c.type());
+        }
+        return schema;
+    }
+
+    /**
+     * The plain job, as a user would write it: per KPI table, a streaming aggregation of Spark's own
+     * (its window, dimensions and WHERE; each measure as the pipeline file writes it). Checkpoints
+     * {@code work/checkpoint[-table]}, tables {@code work/kpi[-table]} (no suffix for a pipeline of one table).
+     */
+    static List<StreamingQuery> plainJobs(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
+        io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        List<StreamingQuery> out = new ArrayList<>();
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : p.tables()) {
+            Dataset<Row> events = kafka(spark, config)
+                    .select(from_json(col("value").cast("string"), eventSchema(config)).as("e"))
+                    .select("e.*")
+                    .withWatermark(p.events().eventTime(), p.events().lateness().toSeconds() + " seconds");
+            if (t.where() != null) {
+                events = events.where(t.where());
+            }
+            List<org.apache.spark.sql.Column> keys = new ArrayList<>(List.of(org.apache.spark.sql.functions.window(col(p.events().eventTime()),
+                    t.window().size().toSeconds() + " seconds", t.window().slide().toSeconds() + " seconds")));
+            t.dimensions().forEach(d -> keys.add(col(d.name())));
+            List<org.apache.spark.sql.Column> measures = t.measures().stream().map(m -> expr(m.written()).as(m.name())).toList();
+            String suffix = p.tables().size() == 1 ? "" : "-" + t.name();
+            out.add(events.groupBy(keys.toArray(org.apache.spark.sql.Column[]::new))
+                    .agg(measures.get(0), measures.subList(1, measures.size()).toArray(org.apache.spark.sql.Column[]::new))
+                    .writeStream().format("delta").outputMode("append")
+                    .option("checkpointLocation", work.resolve("checkpoint" + suffix).toString())
+                    .trigger(Trigger.AvailableNow())
+                    .start(work.resolve("kpi" + suffix).toString()));
+        }
+        return out;
     }
 
     /**
@@ -237,16 +262,19 @@ public final class BenchJob {
      * table {@code work/bronze}.
      */
     static StreamingQuery bronzeJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
+        io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        List<org.apache.spark.sql.Column> fields = new ArrayList<>();
+        p.events().columns().forEach(c -> fields.add(col("e." + c.name())));
+        fields.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_timestamp"),
+                to_date(col("e." + p.events().eventTime())).as("event_date")));
         return kafka(spark, config)
-                .select(from_json(col("value").cast("string"), EVENT_SCHEMA).as("e"),
+                .select(from_json(col("value").cast("string"), eventSchema(config)).as("e"),
                         col("value").cast("string").as("payload"),
                         col("topic").as("kafka_topic"),
                         col("partition").as("kafka_partition"),
                         col("offset").as("kafka_offset"),
                         col("timestamp").as("kafka_timestamp"))
-                .select(col("e.subscriber_id"), col("e.cell_site_id"), col("e.event_ts"), col("e.volume_gb"), col("payload"),
-                        col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_timestamp"),
-                        to_date(col("e.event_ts")).as("event_date"))
+                .select(fields.toArray(org.apache.spark.sql.Column[]::new))
                 .writeStream().format("delta").outputMode("append")
                 .partitionBy("event_date")
                 .option("checkpointLocation", work.resolve("bronze-checkpoint").toString())

@@ -33,7 +33,6 @@ import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.ClosedDays;
-import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
@@ -452,7 +451,7 @@ public final class LongHaulBenchmark {
             long[] filesAfter = {dayFiles(Table.kpi("kpi_5m"), day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
             o.put("versions", "kpi_5m " + kpiBefore + " -> " + kpiAfter + ", raw_events " + rawBefore + " -> " + rawAfter);
             String kpiSql = "SELECT cell_site_id, sum(record_count) AS records, sum(total_gb) AS gb, "
-                    + KpiComputation.distinctOfUnion("subscriber_sketch") + " AS subscribers FROM %s VERSION AS OF %d "
+                    + "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("subscriber_sketch") + ") AS subscribers FROM %s VERSION AS OF %d "
                     + "WHERE event_date = DATE'" + day + "' GROUP BY cell_site_id ORDER BY cell_site_id";
             // Volume summed as decimals: a sum of doubles depends on the order of the files, which compaction changes.
             String rawSql = "SELECT count(*), sum(CAST(volume_gb AS DECIMAL(38, 18))), count(DISTINCT subscriber_id), count(DISTINCT cell_site_id) FROM %s VERSION AS OF %d "
@@ -738,7 +737,7 @@ public final class LongHaulBenchmark {
                 double openBatches = Math.max(1, n - r.path("batches_before_first_full_day").asDouble() - closedDays * perDay);
                 double perClosedDay = closedDays == 0 ? (maintained ? 1 : open / openBatches * perDay) : end.get("closed_day_files").asDouble() / closedDays;
                 double activeEnd = end.get("active_files").asDouble();
-                double active = t == Table.STREAM_PROGRESS
+                double active = t.equals(Table.STREAM_PROGRESS)
                         ? (maintained ? activeEnd : activeEnd / n * YEAR_BATCHES)
                         : (maintained ? perClosedDay : perClosedDay * 8_640 / perDay) * 365 + open / openBatches * 8_640;
                 double tombstones = end.get("removes").asDouble() / n * RETAINED_BATCHES;

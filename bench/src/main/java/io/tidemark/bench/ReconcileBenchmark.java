@@ -43,7 +43,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.sql.types.StructField;
 
-import io.tidemark.lakehouse.KpiComputation;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
@@ -294,11 +293,13 @@ public final class ReconcileBenchmark {
         long t0 = System.currentTimeMillis();
         Dataset<Row> onTime = l.read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").between(lit(Date.valueOf(from)), lit(Date.valueOf(to))).and(col("is_late").equalTo(false)));
-        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(onTime, java.time.Duration.ofMinutes(5)))
-                .withColumn("subscribers", expr("hll_sketch_estimate(subscriber_sketch)"))
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = l.pipeline();
+        io.tidemark.lakehouse.pipeline.KpiAggregation kpi5m = new io.tidemark.lakehouse.pipeline.KpiAggregation(
+                pipeline.table("kpi_5m").orElseThrow(), pipeline.events().eventTime());
+        Dataset<Row> kpis = kpi5m.stored(kpi5m.partials(onTime, io.tidemark.lakehouse.Watermark.NONE)
                 .withColumn("is_final", lit(true))
                 .withColumn("source", lit("stream"))
-                .withColumn("stream_batch_id", lit(0L));
+                .withColumn("stream_batch_id", lit(0L)));
         l.append(asTable(spark, l, Table.kpi("kpi_5m"), kpis), Table.kpi("kpi_5m"));
         System.out.printf("  kpi_5m (stream rows) %s..%s in %.1f s%n", from, to, (System.currentTimeMillis() - t0) / 1000.0);
     }

@@ -38,7 +38,7 @@ import io.tidemark.generate.TrafficSpec;
  * layer's median time per stage (from its {@code TIDEMARK_TRACE_BATCHES} lines), appends the tables
  * to {@code bench/results.log} and writes {@code bench/results/speed.json}.
  *
- * <p>{@code bench/run speed [--events N] [--batch-sizes a,b] [--rounds R] [--only plain,tidemark,diy]}
+ * <p>{@code bench/run speed [--events N] [--batch-sizes a,b] [--rounds R] [--only plain,tidemark,diy] [--pipeline FILE]}
  */
 public final class SpeedLayerBenchmark {
 
@@ -111,6 +111,7 @@ public final class SpeedLayerBenchmark {
         int rounds = 3;
         List<String> only = JOBS;
         Path work = Path.of("bench/work").toAbsolutePath();
+        String pipeline = "network";
         Path results = Path.of("bench/results.log").toAbsolutePath();
         Path json = Path.of("bench/results/speed.json").toAbsolutePath();
         for (int i = 0; i < args.length; i++) {
@@ -120,8 +121,9 @@ public final class SpeedLayerBenchmark {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--only" -> only = Arrays.stream(args[++i].split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
+                case "--pipeline" -> pipeline = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (known: --events, --batch-sizes, --rounds, --only, --work)");
+                        + " (known: --events, --batch-sizes, --rounds, --only, --work, --pipeline)");
             }
         }
         for (String j : only) {
@@ -141,10 +143,17 @@ public final class SpeedLayerBenchmark {
         Files.createDirectories(work);
         List<Run> runs = new ArrayList<>();
         try (LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(work.resolve("broker")).withHeapMb(1024))) {
-            String topic = "bench-events";
+            // The network pipeline reads the benchmark's own topic; a pipeline file its own, with the generator's events for it.
+            io.tidemark.lakehouse.pipeline.Pipeline declared = io.tidemark.lakehouse.pipeline.Pipeline.of(
+                    io.tidemark.lakehouse.TidemarkConfig.builder().set(io.tidemark.lakehouse.TidemarkConfig.Key.PIPELINE, pipeline).build());
+            String topic = pipeline.equals("network") ? "bench-events" : declared.events().topic();
+            io.tidemark.generate.TrafficProfile profile = io.tidemark.generate.TrafficProfile.forEvents(
+                    declared.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList())
+                    .orElseThrow(() -> new IllegalArgumentException("--pipeline: the generator has no events of " + declared.file()));
             broker.createTopic(topic, 2);
-            System.out.printf("producing %,d events to %s ...%n", events, topic);
-            TrafficSpec spec = TrafficSpec.builder().topic(topic).count(events).invalidFraction(0).lateFraction(0.01).seed(1).build();
+            System.out.printf("producing %,d %s events to %s ...%n", events, profile.cliName(), topic);
+            TrafficSpec spec = TrafficSpec.builder().profile(profile).topic(topic).count(events).invalidFraction(0).lateFraction(0.01).seed(1)
+                    .build();
             GenerationReport report = new KafkaTrafficProducer(broker.bootstrapServers(), Map.of())
                     .produce(spec, p -> System.out.println("  " + p.line()));
             System.out.printf("produced %,d events in %.1f s%n", report.messages(), report.elapsed().toMillis() / 1000.0);
@@ -156,7 +165,7 @@ public final class SpeedLayerBenchmark {
                         String load = BenchResults.loadAverage();
                         System.out.printf("round %d, %s, batch %,d: load average before %s%n", round + 1, job, batchSize, load);
                         Run r = runJob(round + 1, job, broker.bootstrapServers(), topic, batchSize, events, load,
-                                work.resolve(job + "-" + batchSize + "-" + round));
+                                work.resolve(job + "-" + batchSize + "-" + round), pipeline);
                         System.out.printf("%-8s batch %,9d round %d: %,8.0f events/s, %s batches, mean batch %s s, heap peak %,.0f MB, RSS peak %,.0f MB, load before %s%n",
                                 job, batchSize, r.round(), r.eventsPerSecond(), perQuery(r, bs -> bs.size(), "%.0f"),
                                 perQuery(r, SpeedLayerBenchmark::meanSeconds, "%.1f"), r.heapPeak() / 1048576.0, r.rssPeak() / 1048576.0, load);
@@ -184,15 +193,15 @@ public final class SpeedLayerBenchmark {
         return order;
     }
 
-    static Run runJob(int round, String job, String bootstrap, String topic, long batchSize, long events, String load, Path dir)
-            throws Exception {
+    static Run runJob(int round, String job, String bootstrap, String topic, long batchSize, long events, String load, Path dir,
+                      String pipeline) throws Exception {
         Files.createDirectories(dir);
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx8g");
         cmd.addAll(Arrays.stream(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")).filter(s -> !s.isEmpty()).toList());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), BenchJob.class.getName(),
-                job, bootstrap, topic, String.valueOf(batchSize), dir.toString()));
+                job, bootstrap, topic, String.valueOf(batchSize), dir.toString(), pipeline));
         Path stderr = dir.resolve("stderr.log");
         // The child inherits this JVM's environment (TIDEMARK_TRACE_BATCHES from bench/run included).
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(stderr.toFile());

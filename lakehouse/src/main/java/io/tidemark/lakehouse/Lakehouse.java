@@ -30,7 +30,7 @@ public final class Lakehouse {
      * raw_events and late_events, whose event columns the pipeline decides) or a KPI table the pipeline
      * declares ({@link #kpi}). {@link Lakehouse#tables()} lists those of one lakehouse.
      */
-    public record Table(String tableName) {
+    public record Table(String tableName) implements Comparable<Table> {
         public static final Table RAW_EVENTS = new Table("raw_events");
         public static final Table LATE_EVENTS = new Table("late_events");
         public static final Table DEAD_LETTER = new Table("dead_letter");
@@ -55,6 +55,18 @@ public final class Lakehouse {
                 throw new IllegalArgumentException(name + " is one of Tidemark's own tables, not a KPI table");
             }
             return t;
+        }
+
+        /** The table named {@code name}: one of {@link #OWN}, else a KPI table. */
+        public static Table of(String name) {
+            Table t = new Table(name.toLowerCase(Locale.ROOT));
+            return OWN.stream().filter(t::equals).findFirst().orElse(t);
+        }
+
+        /** Tables sort by name. */
+        @Override
+        public int compareTo(Table o) {
+            return tableName.compareTo(o.tableName);
         }
 
         /** Whether it is a KPI table (not one of {@link #OWN}). */
@@ -204,7 +216,7 @@ public final class Lakehouse {
                 }
                 continue;
             }
-            Table table = new Table(m.group(1).toLowerCase(Locale.ROOT));
+            Table table = Table.of(m.group(1));
             // Create by path, so the table exists at this lakehouse whatever the session's catalog holds...
             String byPath = m.replaceFirst("CREATE TABLE IF NOT EXISTS " + java.util.regex.Matcher.quoteReplacement(ref(table)) + " (")
                     .replaceAll("(?m)^LOCATION .*$", "");

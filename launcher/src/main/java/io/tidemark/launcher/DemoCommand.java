@@ -34,7 +34,8 @@ import org.apache.spark.sql.streaming.StreamingQuery;
 import io.tidemark.broker.BrokerSettings;
 import io.tidemark.broker.BrokerStatus;
 import io.tidemark.broker.LocalKafkaBroker;
-import io.tidemark.generate.GeneratedMessage.Kind;
+import io.tidemark.generate.MessageKind;
+import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
@@ -136,8 +137,13 @@ final class DemoCommand extends TidemarkCommand {
                 Key.TRIGGER.name, "5 seconds",
                 Key.MAX_OFFSETS_PER_TRIGGER.name, "100000",
                 Key.STARTING_OFFSETS.name, "earliest"));
-        TrafficSpec backlog = backlogSpec(base.topic(), Instant.now());
-        TrafficSpec live = liveSpec(base.topic());
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = Lakehouse.of(base).pipeline();
+        List<String> eventColumns = pipeline.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList();
+        TrafficProfile profile = TrafficProfile.forEvents(eventColumns).orElseThrow(() -> new UserError("the demo generates the events of the "
+                + "shipped pipelines (network, payments); the events of " + pipeline.file() + " are " + String.join(", ", eventColumns)
+                + ": send your own to topic " + base.topic() + " and run 'tidemark stream --pipeline " + pipeline.file() + "'"));
+        TrafficSpec backlog = backlogSpec(base.topic(), Instant.now(), profile);
+        TrafficSpec live = liveSpec(base.topic(), profile);
         prepare(home, brokerDir);
         stop = GracefulStop.install(() -> {
             say("interrupted: stopping the traffic and the stream (Ctrl-C again stops at once) ...");
@@ -309,7 +315,7 @@ final class DemoCommand extends TidemarkCommand {
 
         // Conservation, over every record the topic holds.
         say("check       conservation over %s consumed records ...", Formats.count(inTopic));
-        ConservationCheck.Report report = ConservationCheck.check(spark, lakehouse, config.window(), inTopic);
+        ConservationCheck.Report report = ConservationCheck.check(spark, lakehouse, inTopic);
         LakehouseFigures figures = LakehouseFigures.read(spark, lakehouse, 1);
         Map<LocalDate, LateOfDay> lateByDay = lateByDay(spark, lakehouse);
         spark.stop();
@@ -352,9 +358,10 @@ final class DemoCommand extends TidemarkCommand {
         }
     }
 
-    TrafficSpec backlogSpec(String topic, Instant now) {
+    TrafficSpec backlogSpec(String topic, Instant now, TrafficProfile profile) {
         double spanSeconds = backlogHours * 3600;
         return UserError.check(() -> TrafficSpec.builder()
+                .profile(profile)
                 .topic(topic)
                 .ingestMode(IngestMode.BACKLOG)
                 .count(backlogEvents)
@@ -367,8 +374,9 @@ final class DemoCommand extends TidemarkCommand {
                 .build());
     }
 
-    TrafficSpec liveSpec(String topic) {
+    TrafficSpec liveSpec(String topic, TrafficProfile profile) {
         return UserError.check(() -> TrafficSpec.builder()
+                .profile(profile)
                 .topic(topic)
                 .ingestMode(IngestMode.LIVE)
                 .ratePerSecond(rate)
@@ -491,31 +499,30 @@ final class DemoCommand extends TidemarkCommand {
                          Lakehouse lakehouse, TidemarkConfig config, Path home) {
         say("");
         say("== tidemark demo: summary (%s) ==", Formats.duration(elapsedNanos / 1_000_000));
-        EnumMap<Kind, Long> kinds = new EnumMap<>(Kind.class);
-        for (Kind k : Kind.values()) {
-            kinds.put(k, 0L);
-        }
-        for (GenerationReport r : List.of(backlog, live)) {
-            r.countsByKind().forEach((k, n) -> kinds.merge(k, n, Long::sum));
+        TrafficProfile profile = backlog.profile();
+        Map<MessageKind, Long> kinds = new java.util.LinkedHashMap<>();
+        for (MessageKind k : profile.kinds()) {
+            kinds.put(k, backlog.count(k) + live.count(k));
         }
         say("produced     %s messages: backlog %s + live %s + held back by offline devices %s%s", Formats.count(produced),
                 Formats.count(backlog.messages()), Formats.count(live.messages()), Formats.count(heldBack),
                 inTopic == produced ? "" : "; the topic holds " + Formats.count(inTopic) + " (--keep: earlier runs too)");
         say("  valid      %s: on time %s, generated late %s (20-60 min behind), held back %s (hours behind: days already closed)",
-                Formats.count(kinds.get(Kind.ON_TIME) + kinds.get(Kind.LATE) + heldBack), Formats.count(kinds.get(Kind.ON_TIME)),
-                Formats.count(kinds.get(Kind.LATE)), Formats.count(heldBack));
+                Formats.count(kinds.get(profile.onTime()) + kinds.get(profile.late()) + heldBack), Formats.count(kinds.get(profile.onTime())),
+                Formats.count(kinds.get(profile.late())), Formats.count(heldBack));
         StringJoiner invalid = new StringJoiner(", ");
         long invalidTotal = 0;
-        for (Map.Entry<Kind, Long> e : kinds.entrySet()) {
+        for (Map.Entry<MessageKind, Long> e : kinds.entrySet()) {
             if (!e.getKey().isValid() && e.getValue() > 0) {
                 invalid.add(e.getKey().name().toLowerCase(java.util.Locale.ROOT) + " " + Formats.count(e.getValue()));
                 invalidTotal += e.getValue();
             }
         }
         say("  invalid    %s: %s", Formats.count(invalidTotal), invalid);
-        say("tables       raw_events %s (late %s), late_events %s, dead_letter %s, kpi_5m %s rows (%s final)",
+        say("tables       raw_events %s (late %s), late_events %s, dead_letter %s, %s %s rows (%s final)",
                 Formats.count(f.rawEvents()), Formats.count(f.rawLate()), Formats.count(f.lateEvents()), Formats.count(f.deadLetters()),
-                Formats.count(f.kpiRows()), Formats.count(f.kpiFinalRows()));
+                String.join(" + ", lakehouse.kpiTables().stream().map(Table::tableName).toList()), Formats.count(f.kpiRows()),
+                Formats.count(f.kpiFinalRows()));
         say("  late       %s records arrived after their window had closed: kept in raw_events and late_events, not in the streaming KPIs",
                 Formats.count(f.rawLate()));
         StringJoiner perDay = new StringJoiner(", ");
@@ -525,7 +532,7 @@ final class DemoCommand extends TidemarkCommand {
         say("  late by day %s", lateByDay.isEmpty() ? "none" : perDay.toString());
         say("             (the generator delayed %s records by 20-60 min and offline devices sent %s records of the closed days; "
                         + "in the backlog, read %s at a time, the watermark had not passed most of the generator's late ones)",
-                Formats.count(kinds.get(Kind.LATE)), Formats.count(heldBack), Formats.count(config.maxOffsetsPerTrigger()));
+                Formats.count(kinds.get(profile.late())), Formats.count(heldBack), Formats.count(config.maxOffsetsPerTrigger()));
         f.closingWatermark().ifPresent(wm -> say("watermark    %s; closed days (end <= watermark): %s", Formats.instant(wm),
                 Formats.days(f.closedDays())));
         if (reconcileFailure != null) {
@@ -558,8 +565,14 @@ final class DemoCommand extends TidemarkCommand {
         say("");
         say("The tables stay in %s. Try:", lh);
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS records, count_if(is_late) AS late FROM raw_events GROUP BY 1 ORDER BY 1\"", set);
-        say("  ./tidemark sql %s \"SELECT window_start, cell_site_id, record_count, total_gb, subscribers, is_final FROM kpi_5m "
-                + "ORDER BY window_start DESC, record_count DESC LIMIT 10\"", set);
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
+            List<String> columns = new ArrayList<>(List.of("window_start"));
+            t.dimensions().forEach(d -> columns.add(d.name()));
+            t.measures().forEach(m -> columns.add(m.name()));
+            columns.add("is_final");
+            say("  ./tidemark sql %s \"SELECT %s FROM %s ORDER BY window_start DESC, %s DESC LIMIT 10\"", set, String.join(", ", columns), t.name(),
+                    t.recordCount().orElseThrow().name());
+        }
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS late, round(avg(late_by_ms) / 60000, 1) AS avg_late_min FROM late_events GROUP BY 1\"", set);
         say("  ./tidemark sql %s \"SELECT event_date, kpi, measure, stream_value, batch_value, drift_rel, over_threshold FROM reconcile_report "
                 + "WHERE row_kind = 'summary' ORDER BY event_date, kpi, measure\"", set);
@@ -612,6 +625,9 @@ final class DemoCommand extends TidemarkCommand {
             long ms = Duration.between(from, to).toMillis();
             long count = clockCovers ? Math.max(MIN_HELD_BACK_PER_DAY, Math.round(share * backlog.count() * ms / spanMs)) : MIN_HELD_BACK_PER_DAY;
             out.add(new HeldBack(day, UserError.check(() -> TrafficSpec.builder()
+                    .profile(backlog.profile())
+                    .merchants(backlog.merchants())
+                    .users(backlog.users())
                     .topic(backlog.topic())
                     .ingestMode(IngestMode.BACKLOG)
                     .count(count)

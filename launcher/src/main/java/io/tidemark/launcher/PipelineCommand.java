@@ -66,6 +66,9 @@ final class PipelineCommand extends TidemarkCommand {
                 say("  %s: windows of %s%s", t.name(), t.window(), groupedAndFiltered(t));
                 say("    columns: %s", String.join(", ", t.columns()));
             }
+            for (Pipeline.View v : p.views()) {
+                say("view %s: %s", v.name(), v.query().replaceAll("\\s+", " "));
+            }
             return Tidemark.OK;
         }
     }

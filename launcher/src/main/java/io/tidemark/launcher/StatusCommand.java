@@ -259,9 +259,10 @@ final class StatusCommand extends TidemarkCommand {
             say("throughput  last %d batches: %s records, %s while processing, %s over %s of wall time",
                     t.batches(), Formats.count(t.records()), Formats.rate(t.busyRate()), Formats.rate(t.wallRate()), Formats.duration(t.wallMs()));
         }
-        say("totals      raw_events %s (late %s), late_events %s, dead_letter %s (invalid), kpi_5m %s rows (%s final)",
+        say("totals      raw_events %s (late %s), late_events %s, dead_letter %s (invalid), %s %s rows (%s final)",
                 Formats.count(f.rawEvents()), Formats.count(f.rawLate()), Formats.count(f.lateEvents()),
-                Formats.count(f.deadLetters()), Formats.count(f.kpiRows()), Formats.count(f.kpiFinalRows()));
+                Formats.count(f.deadLetters()), String.join(" + ", Lakehouse.of(x.config()).kpiTables().stream().map(Lakehouse.Table::tableName).toList()),
+                Formats.count(f.kpiRows()), Formats.count(f.kpiFinalRows()));
         List<LocalDate> closed = f.closedDays();
         say("closed days %s", Formats.days(closed));
         List<LocalDate> dirty = f.dirtyDays();

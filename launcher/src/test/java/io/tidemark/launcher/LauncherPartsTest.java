@@ -138,7 +138,7 @@ class LauncherPartsTest {
         DemoCommand demo = new DemoCommand();
         new CommandLine(demo).parseArgs();
         // Before 06:00 UTC the default 30-hour backlog reaches into the day before yesterday.
-        TrafficSpec backlog = demo.backlogSpec("t", Instant.parse("2026-05-03T05:49:51Z"));
+        TrafficSpec backlog = demo.backlogSpec("t", Instant.parse("2026-05-03T05:49:51Z"), io.tidemark.generate.TrafficProfile.NETWORK);
         assertThat(backlog.eventClockStart()).isEqualTo(Instant.parse("2026-05-01T23:49:51Z"));
         Instant watermark = Instant.parse("2026-05-03T05:39:48Z");
 
@@ -173,7 +173,7 @@ class LauncherPartsTest {
         assertThat(DemoCommand.heldBackSpecs(backlog, ClosedDays.decidedBy(Watermark.of(watermark)), 0, 42)).isEmpty();
 
         // After 06:00 the backlog starts yesterday: one closed day, 18 of its 30 hours.
-        TrafficSpec noon = demo.backlogSpec("t", Instant.parse("2026-05-03T12:00:00Z"));
+        TrafficSpec noon = demo.backlogSpec("t", Instant.parse("2026-05-03T12:00:00Z"), io.tidemark.generate.TrafficProfile.NETWORK);
         List<DemoCommand.HeldBack> one = DemoCommand.heldBackSpecs(noon, ClosedDays.decidedBy(Watermark.of(Instant.parse("2026-05-03T11:50:00Z"))), 0.01, 42);
         assertThat(one).extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-02"));
         assertThat(one.get(0).spec().count()).isEqualTo(1200L);
@@ -181,7 +181,7 @@ class LauncherPartsTest {
 
         // Between 06:00 and 07:00 only the backlog's late records (up to 60 min behind its clock) reach the day before
         // yesterday: a closed day with data, which gets the minimum over the part of it they reach.
-        TrafficSpec early = demo.backlogSpec("t", Instant.parse("2026-05-03T06:08:11Z"));
+        TrafficSpec early = demo.backlogSpec("t", Instant.parse("2026-05-03T06:08:11Z"), io.tidemark.generate.TrafficProfile.NETWORK);
         List<DemoCommand.HeldBack> two = DemoCommand.heldBackSpecs(early, ClosedDays.decidedBy(Watermark.of(Instant.parse("2026-05-03T05:58:08Z"))), 0.01, 42);
         assertThat(two).extracting(DemoCommand.HeldBack::day).containsExactly(LocalDate.parse("2026-05-01"), LocalDate.parse("2026-05-02"));
         assertThat(two).extracting(h -> h.spec().count()).containsExactly((long) DemoCommand.MIN_HELD_BACK_PER_DAY, 1591L);

@@ -76,7 +76,7 @@ final class Retention {
                 out.add(d);
             }
         }
-        if (table == Table.RAW_EVENTS) {
+        if (table.equals(Table.RAW_EVENTS)) {
             rawExpiredNow.addAll(out);
         }
         return out;

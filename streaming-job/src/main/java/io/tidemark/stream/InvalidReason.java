@@ -24,7 +24,7 @@ public enum InvalidReason {
     MISSING_FIELD,
     /** A NOT NULL field is JSON null. */
     NULL_FIELD,
-    /** A field has the wrong JSON type (e.g. volume_gb as a string), or a number its column cannot hold. */
+    /** A field has the wrong JSON type (e.g. a DOUBLE field as a string), or a number its column cannot hold. */
     WRONG_TYPE,
     /** A TIMESTAMP field is not an ISO-8601 timestamp with a zone. */
     BAD_TIMESTAMP,

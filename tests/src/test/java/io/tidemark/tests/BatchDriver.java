@@ -50,7 +50,7 @@ final class BatchDriver implements AutoCloseable {
     }
 
     private final SparkSession spark;
-    private final TidemarkConfig config;
+    private TidemarkConfig config;
     private final String queryId = UUID.randomUUID().toString();
     private final Map<Integer, Long> nextOffset = new TreeMap<>();
     private MicroBatchWriter writer;
@@ -114,6 +114,18 @@ final class BatchDriver implements AutoCloseable {
     /** As {@link #pipe(Instant, List)}, every record on partition 0. */
     void pipe(Instant batchTime, Message... messages) throws Exception {
         pipe(batchTime, java.util.Arrays.stream(messages).map(m -> new In(0, m)).toList());
+    }
+
+    /**
+     * A restart of the same query (the same checkpoint) with another configuration, as after a stop and
+     * a start with a changed pipeline: the tables it adds are created, and the new writer reads where the
+     * stream stands from the tables.
+     */
+    void restartWith(TidemarkConfig changed) {
+        writer.close();
+        config = changed;
+        StreamingJob.prepare(spark, config);
+        writer = new MicroBatchWriter(config, null);
     }
 
     /** A restart: a new writer, which reads where the stream stands from the tables, as after a crash. */

@@ -166,7 +166,7 @@ class CraftedBatchesTest {
 
     @Test
     void conservationHolds() {
-        ConservationCheck.Report r = ConservationCheck.check(spark, lakehouse, java.time.Duration.ofMinutes(5), 24L);
+        ConservationCheck.Report r = ConservationCheck.check(spark, lakehouse, 24L);
         assertThat(r.violations()).isEmpty();
         assertThat(r.rawEvents()).isEqualTo(20);
         assertThat(r.deadLetters()).isEqualTo(4);

@@ -54,7 +54,7 @@ class EndToEndTest {
         job.close();
 
         Lakehouse lh = Lakehouse.of(config);
-        ConservationCheck.Report report = ConservationCheck.check(infra.spark, lh, Duration.ofMinutes(5), produced.messages());
+        ConservationCheck.Report report = ConservationCheck.check(infra.spark, lh, produced.messages());
         assertThat(report.violations()).isEmpty();
         assertThat(report.rawEvents()).isEqualTo(produced.valid());
         assertThat(report.deadLetters()).isEqualTo(produced.invalid());

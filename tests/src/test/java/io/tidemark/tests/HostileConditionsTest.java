@@ -278,7 +278,7 @@ class HostileConditionsTest {
         }
         long lateOnClosedDays = closedDayRecords.values().stream().mapToLong(DayRecords::late).sum();
 
-        ConservationCheck.Report conservation = ConservationCheck.check(spark, lakehouse, config.window(), expectedMessages);
+        ConservationCheck.Report conservation = ConservationCheck.check(spark, lakehouse, expectedMessages);
         Map<String, Long> reasons = new TreeMap<>();
         for (Row r : spark.sql("SELECT reason, count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER) + " GROUP BY reason").collectAsList()) {
             reasons.put(r.getString(0), r.getLong(1));

@@ -149,8 +149,7 @@ class LakehouseStorageTest {
 
             Files.delete(filler);
             QueryDefinitionGuardTest.runToEnd(infra, config);
-            ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), Duration.ofMinutes(5),
-                    produced.messages());
+            ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), produced.messages());
             assertThat(report.violations()).isEmpty();
             assertThat(report.duplicates()).isZero();
             assertThat(report.rawEvents()).isEqualTo(produced.valid());

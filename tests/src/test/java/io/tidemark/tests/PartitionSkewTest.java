@@ -177,7 +177,7 @@ class PartitionSkewTest {
             }
         }
         Lakehouse lakehouse = Lakehouse.of(config);
-        ConservationCheck.Report check = ConservationCheck.check(infra.spark, lakehouse, Duration.ofMinutes(5), RECORDS + 2L * TAIL);
+        ConservationCheck.Report check = ConservationCheck.check(infra.spark, lakehouse, RECORDS + 2L * TAIL);
         assertThat(check.violations()).isEmpty();
         int mainBatches = SKEWED.perPartition() / PER_BATCH;
         List<Row> progress = infra.spark.read().format("delta").load(lakehouse.path(Lakehouse.Table.STREAM_PROGRESS))

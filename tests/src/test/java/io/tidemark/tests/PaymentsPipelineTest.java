@@ -42,7 +42,7 @@ import io.tidemark.reconcile.ReconcileResult;
 /**
  * The shipped payments pipeline through the stream's whole writer ({@link BatchDriver}: no broker) and
  * reconcile: 4,000 generated payments over two hours and a midnight, 10 % of them malformed and 10 %
- * late, in batches of 200. Its two KPI tables (merchant_1m, tumbling, every kind of measure;
+ * late, in batches of 400. Its two KPI tables (merchant_1m, tumbling, every kind of measure;
  * country_1h, an hour sliding every 15 minutes, with a WHERE) are checked row by row against Spark
  * running the same KPIs itself, with its own {@code window()} function and aggregates, over
  * {@code raw_events}: before reconcile, over the contributions the late rule let in (every one not
@@ -59,7 +59,7 @@ class PaymentsPipelineTest {
 
     private static final Instant START = Instant.parse("2026-11-28T23:00:00Z");
     private static final int COUNT = 4_000;
-    private static final int PER_BATCH = 200;
+    private static final int PER_BATCH = 400;
     private static final LocalDate D28 = LocalDate.parse("2026-11-28");
 
     private SparkSession spark;

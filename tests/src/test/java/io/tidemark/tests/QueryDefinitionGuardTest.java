@@ -148,8 +148,7 @@ class QueryDefinitionGuardTest {
         // The original settings (in other words) still work, and nothing was lost or doubled.
         GenerationReport second = produce(infra, topic, 700, 2);
         runToEnd(infra, sameInOtherWords);
-        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(original), Duration.ofMinutes(5),
-                first.messages() + second.messages());
+        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(original), first.messages() + second.messages());
         assertThat(report.violations()).isEmpty();
         assertThat(report.duplicates()).isZero();
         assertThat(report.rawEvents()).isEqualTo(first.valid() + second.valid());

@@ -129,7 +129,7 @@ class ReconcileConcurrencyTest {
         assertThat(job.dirtyDays()).containsExactly(D27);
         job.run(DaySelection.dirty(), false);
         assertThat(job.dirtyDays()).isEmpty();
-        ConservationCheck.Report check = ConservationCheck.check(spark, lakehouse, config.window(), produced.get());
+        ConservationCheck.Report check = ConservationCheck.check(spark, lakehouse, produced.get());
         assertThat(check.violations()).as(check.summary()).isEmpty();
         assertThat(check.rawEvents() + check.deadLetters()).isEqualTo(produced.get());
 

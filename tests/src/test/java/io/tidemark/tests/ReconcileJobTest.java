@@ -298,7 +298,7 @@ class ReconcileJobTest {
         assertThat(out).containsPattern("2026-11-28 +6 +2 +record_count \\+22\\.22% \\(7 -> 9\\) +2 +record_count, total_gb +reconciled");
         afterFirstReconcile = kpiSnapshot("DATE'2026-11-26', DATE'2026-11-27', DATE'2026-11-28', DATE'2026-11-29'");
 
-        ConservationCheck.Report check = ConservationCheck.check(spark, lakehouse, config.window(), (long) sent.size());
+        ConservationCheck.Report check = ConservationCheck.check(spark, lakehouse, (long) sent.size());
         assertThat(check.violations()).isEmpty();
     }
 
@@ -404,7 +404,7 @@ class ReconcileJobTest {
                 .containsExactly(tuple(D27, 1L, 1L, new BigDecimal("0.050000000"), 3L));
         assertThat(job.dirtyDays()).isEmpty();
         assertThat(job.run(DaySelection.dirty(), false).days()).isEmpty();
-        assertThat(ConservationCheck.check(spark, lakehouse, config.window(), (long) sent.size()).violations()).isEmpty();
+        assertThat(ConservationCheck.check(spark, lakehouse, (long) sent.size()).violations()).isEmpty();
     }
 
     /** total_gb's drift of the day (batch - stream); zero for a day without data. */

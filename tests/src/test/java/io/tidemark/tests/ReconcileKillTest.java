@@ -116,7 +116,7 @@ class ReconcileKillTest {
         System.out.printf("the killed run had replaced %d of %d days%n", reconciledByKilledRun, DAYS.size());
         assertThat(killed.get(DAYS.get(0))).isEqualTo(after.get(DAYS.get(0)));
         assertThat(after.get(LocalDate.parse("2026-11-28"))).as("the open day is untouched").isEqualTo(before.get(LocalDate.parse("2026-11-28")));
-        assertThat(ConservationCheck.check(spark, lakehouse, config.window(), (long) messages.size()).violations()).isEmpty();
+        assertThat(ConservationCheck.check(spark, lakehouse, (long) messages.size()).violations()).isEmpty();
 
         assertThat(refused.waitFor(180, TimeUnit.SECONDS)).isTrue();
         assertThat(refused.exitValue()).isEqualTo(2);

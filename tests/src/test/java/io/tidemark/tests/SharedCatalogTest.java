@@ -46,7 +46,8 @@ class SharedCatalogTest {
     private static final Path REPO = Path.of(System.getProperty("user.dir")).toAbsolutePath().getParent();
     private static final List<String> TABLES = List.of("raw_events", "kpi_5m", "late_events", "dead_letter", "stream_progress",
             "stream_gaps", "reconcile_report", "expired_days");
-    private static final List<String> VIEWS = List.of("kpi_final", "kpi_hourly", "kpi_daily", "late_by_day", "late_by_cell_day", "drift_by_day");
+    private static final List<String> VIEWS = List.of("kpi_final", "kpi_hourly", "kpi_daily", "late_by_day", "late_by_cell_day",
+            "late_by_table_day", "drift_by_day");
 
     /**
      * One row per line, every column as text, tagged with the query's name: the same text from both kinds of
@@ -64,6 +65,7 @@ class SharedCatalogTest {
         QUERIES.put("late_by_day", rowsOf("late_by_day", "event_date", "late_records", "late_gb", "max_late_by_ms", "avg_late_by_ms"));
         QUERIES.put("late_by_cell_day", rowsOf("late_by_cell_day", "event_date", "cell_site_id", "late_records", "late_gb", "max_late_by_ms",
                 "avg_late_by_ms"));
+        QUERIES.put("late_by_table_day", rowsOf("late_by_table_day", "event_date", "kpi", "late_records", "max_late_by_ms", "avg_late_by_ms"));
         QUERIES.put("drift_by_day", rowsOf("drift_by_day", "event_date", "kpi", "measure", "run_id", "run_started_at", "stream_value",
                 "batch_value", "drift", "drift_rel", "estimate", "drift_threshold", "over_threshold", "windows_changed", "late_records"));
         QUERIES.put("kpi_5m", "SELECT concat_ws('|', 'kpi_5m', CAST(event_date AS STRING), CAST(count(*) AS STRING), "

@@ -75,7 +75,7 @@ class SingleWriterTest {
         JobProcess restarted = JobProcess.start(StreamingJob.class, concat(args, "--available-now"), Map.of(), dir.resolve("restarted.log"));
         assertThat(restarted.await(300)).as("the restart\n%s", restarted.tail()).isEqualTo(0);
 
-        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), Duration.ofMinutes(5), produced.messages());
+        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), produced.messages());
         assertThat(report.violations()).isEmpty();
         assertThat(report.duplicates()).isZero();
         assertThat(report.rawEvents()).isEqualTo(produced.valid());

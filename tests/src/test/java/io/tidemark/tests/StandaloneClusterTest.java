@@ -167,7 +167,7 @@ class StandaloneClusterTest {
             System.out.printf("cluster run: %d records, executors killed %s, %d batches committed during the reconcile of %s (%d late folded in), dirty afterwards %s%n",
                     produced.messages(), killed, progressDuringReconcile, day, foldedIn, dirty);
 
-            ConservationCheck.Report report = ConservationCheck.check(infra.spark, lakehouse, config.window(), produced.messages());
+            ConservationCheck.Report report = ConservationCheck.check(infra.spark, lakehouse, produced.messages());
             assertThat(report.violations()).isEmpty();
             assertThat(report.duplicates()).isZero();
             assertThat(report.rawEvents()).isEqualTo(produced.valid());

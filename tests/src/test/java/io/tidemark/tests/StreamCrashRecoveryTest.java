@@ -109,7 +109,7 @@ class StreamCrashRecoveryTest {
         assertThat(crashed + kills).isGreaterThanOrEqualTo(6);
         assertThat(Files.readString(log)).as("the skew warning").contains("Kafka partition 1's event clock trails partition 0's by",
                 "with watermark.policy=min-partition it holds the watermark back");
-        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), Duration.ofMinutes(5), skewed.records());
+        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), skewed.records());
         assertThat(report.violations()).isEmpty();
         assertThat(report.duplicates()).isZero();
         assertThat(report.deadLetters()).isEqualTo(skewed.invalid());

@@ -112,7 +112,7 @@ class WatermarkPolicyTest {
                 driver.pipe(BATCH_0.plusSeconds(i), pair(P0.get(i), P1.get(i)));
             }
         }
-        ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), java.time.Duration.ofMinutes(5), 14L);
+        ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), 14L);
         assertThat(r.violations()).isEmpty();
         return run;
     }
@@ -239,7 +239,7 @@ class WatermarkPolicyTest {
                 tuple(6L, "10:30", "10:30", 2L, 0L));
         assertThat(run.late()).containsExactly(tuple(1, 2L, "10:05", "10:20"));
         assertThat(run.lastClocks()).containsExactly(tuple(0, "11:00"), tuple(1, "10:30"));
-        ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), java.time.Duration.ofMinutes(5), 11L);
+        ConservationCheck.Report r = ConservationCheck.check(infra.spark, run.lakehouse(), 11L);
         assertThat(r.violations()).isEmpty();
     }
 }

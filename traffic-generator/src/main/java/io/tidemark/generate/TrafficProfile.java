@@ -60,6 +60,18 @@ public enum TrafficProfile {
         return this == NETWORK ? Kind.LATE : PaymentKind.LATE;
     }
 
+    /**
+     * The profile whose records have exactly {@code columns} (a pipeline's event columns, in order), if any.
+     */
+    public static java.util.Optional<TrafficProfile> forEvents(List<String> columns) {
+        for (TrafficProfile p : values()) {
+            if (p.fields().equals(columns)) {
+                return java.util.Optional.of(p);
+            }
+        }
+        return java.util.Optional.empty();
+    }
+
     /** The name on the command line: {@code network} or {@code payments}. */
     public String cliName() {
         return name().toLowerCase(Locale.ROOT);

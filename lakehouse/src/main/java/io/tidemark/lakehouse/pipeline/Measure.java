@@ -29,7 +29,7 @@ import org.apache.spark.sql.types.FloatType;
  * @param name     the output column, as the SELECT names it
  * @param kind     what it computes
  * @param column   the event column it reads; null for {@code count(*)}
- * @param argument the argument as Spark SQL ({@code amount}, {@code CAST(volume_gb AS DECIMAL(38,9))}); null for {@code count(*)}
+ * @param argument the argument as Spark SQL ({@code amount}, {@code CAST(score AS DECIMAL(20,4))}); null for {@code count(*)}
  * @param argType  the argument's type (after a CAST); null for {@code count(*)}
  * @param filter   the FILTER (WHERE ...) condition as written, or null
  * @param quantile for {@code percentile_approx}: the percentile, in (0, 1); else NaN

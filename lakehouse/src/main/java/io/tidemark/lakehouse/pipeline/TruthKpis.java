@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.lakehouse.pipeline;
 
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.count;
@@ -20,14 +20,11 @@ import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 
-import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Measure;
-import io.tidemark.lakehouse.pipeline.Pipeline;
 
 /**
- * The batch layer's answer for a day: the exact rows of a KPI table ({@link KpiDrift} compares them with the current ones). Pure
- * {@code Dataset -> Dataset} functions: reading and committing live in {@link ReconcileJob}.
+ * The exact rows of a KPI table over complete raw data, from its definition (each measure's exact face): the batch layer's
+ * answer for a day, which reconcile compares with the current rows and writes, and what the conservation check holds the
+ * tables to. Pure {@code Dataset -> Dataset} functions: reading and committing are the jobs'.
  */
 public final class TruthKpis {
 
@@ -49,7 +46,14 @@ public final class TruthKpis {
      */
     public static Dataset<Row> of(Dataset<Row> rawEvents, Pipeline.KpiTable table, String eventTime) {
         Dataset<Row> in = table.where() == null ? rawEvents : rawEvents.filter(expr(table.where()));
-        Dataset<Row> windowed = KpiAggregation.windowed(in, eventTime, table.window());
+        return ofContributions(KpiAggregation.windowed(in, eventTime, table.window()), table);
+    }
+
+    /**
+     * {@link #of} over contributions: records the table's WHERE keeps, each with one of its windows
+     * ({@link KpiAggregation#windowed}), such as those the late rule let into the stream.
+     */
+    public static Dataset<Row> ofContributions(Dataset<Row> windowed, Pipeline.KpiTable table) {
         List<Column> keys = new ArrayList<>();
         KpiAggregation.WINDOW_COLUMNS.forEach(c -> keys.add(col(c)));
         table.dimensions().forEach(d -> keys.add(col(d.name())));

@@ -1,10 +1,6 @@
-package io.tidemark.lakehouse;
+package io.tidemark.lakehouse.pipeline;
 
-import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.lit;
-import static org.apache.spark.sql.functions.max;
-import static org.apache.spark.sql.functions.min;
-import static org.apache.spark.sql.functions.when;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.math.BigDecimal;
@@ -27,12 +23,35 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.lakehouse.Watermark;
+
 /**
- * The KPI both layers share, on a few hand-made events: window bounds to the microsecond, exact
+ * The network KPI as both layers compute it from its definition (kpi_5m of pipelines/network.sql,
+ * with 10-minute windows), on a few hand-made events: window bounds to the microsecond, exact
  * DECIMAL(38,9) volumes, the newest ingest time, the sketch's estimate and the exact distinct count.
  */
-class KpiComputationTest {
+class NetworkKpiTest {
     private static final Duration TEN_MINUTES = Duration.ofMinutes(10);
+    private static final Pipeline.KpiTable KPI_10M = Pipeline.of(TidemarkConfig.builder().set("window", "10 minutes").build())
+            .table("kpi_5m").orElseThrow();
+    /** The stream's partial aggregate of a micro-batch. */
+    private static final KpiAggregation STREAM = new KpiAggregation(KPI_10M, "event_ts");
+
+    private static Dataset<Row> withWindow(Dataset<Row> events, Duration window) {
+        return KpiAggregation.windowed(events, "event_ts", new Pipeline.Window(window, window));
+    }
+
+    /** The partial rows of records none of whose windows has closed. */
+    private static Dataset<Row> partialKpis(Dataset<Row> events) {
+        return STREAM.partials(events, Watermark.NONE);
+    }
+
+    /** Reconcile's exact rows. */
+    private static Dataset<Row> exactKpis(Dataset<Row> events) {
+        return TruthKpis.of(events.withColumn("is_late", lit(false)), KPI_10M, "event_ts");
+    }
     private static final StructType EVENTS = StructType.fromDDL(
             "subscriber_id STRING, cell_site_id STRING, event_ts TIMESTAMP, volume_gb DOUBLE, ingest_ts TIMESTAMP");
     private static final List<String> KPI_COLUMNS = List.of("event_date", "window_start", "window_end", "cell_site_id",
@@ -95,7 +114,7 @@ class KpiComputationTest {
                 event("s", "c", "2026-11-30T00:00:00Z", 1, "2026-11-30T00:00:01Z"),        // midnight UTC
                 event("s", "c", "1969-12-31T23:55:00Z", 1, "1970-01-01T00:00:01Z"));       // before the epoch: pmod, not %
 
-        Dataset<Row> windowed = KpiComputation.withWindow(in, TEN_MINUTES);
+        Dataset<Row> windowed = withWindow(in, TEN_MINUTES);
 
         assertThat(names(windowed)).containsExactly("subscriber_id", "cell_site_id", "event_ts", "volume_gb", "ingest_ts",
                 "window_start", "window_end", "event_date");
@@ -115,9 +134,9 @@ class KpiComputationTest {
     @Test
     void windowLengthComesFromTheDuration() {
         Dataset<Row> in = events(event("s", "c", "2026-11-29T14:07:30Z", 1, "2026-11-29T14:08:00Z"));
-        assertThat(values(KpiComputation.withWindow(in, Duration.ofMinutes(5)).select("window_start", "window_end")))
+        assertThat(values(withWindow(in, Duration.ofMinutes(5)).select("window_start", "window_end")))
                 .containsExactly(row(t("2026-11-29T14:05:00Z"), t("2026-11-29T14:10:00Z")));
-        assertThat(values(KpiComputation.withWindow(in, Duration.ofHours(1)).select("window_start", "window_end")))
+        assertThat(values(withWindow(in, Duration.ofHours(1)).select("window_start", "window_end")))
                 .containsExactly(row(t("2026-11-29T14:00:00Z"), t("2026-11-29T15:00:00Z")));
     }
 
@@ -135,7 +154,7 @@ class KpiComputationTest {
 
     @Test
     void partialKpisCountSumExactlyAndKeepTheNewestIngestTime() {
-        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(sample(), TEN_MINUTES));
+        Dataset<Row> kpis = partialKpis(sample());
 
         assertThat(names(kpis)).containsExactlyElementsOf(KPI_COLUMNS);
         assertThat(kpis.schema().apply("record_count").dataType()).isEqualTo(DataTypes.LongType);
@@ -162,30 +181,9 @@ class KpiComputationTest {
         for (int i = 0; i < 300; i++) { // 100 distinct subscribers, each three times
             rows.add(event("sub-" + (i % 100), "cell-A", "2026-11-29T14:00:00Z", 1, "2026-11-29T14:05:00Z"));
         }
-        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(spark.createDataFrame(rows, EVENTS), TEN_MINUTES));
+        Dataset<Row> kpis = partialKpis(spark.createDataFrame(rows, EVENTS));
         assertThat(values(kpis.selectExpr("record_count", "hll_sketch_estimate(subscriber_sketch)", "total_gb")))
                 .containsExactly(row(300L, 100L, new BigDecimal("300.000000000")));
-    }
-
-    @Test
-    void extraKeysComeFirstAndExtraAggregatesLast() {
-        Dataset<Row> kpis = KpiComputation.partialKpis(KpiComputation.withWindow(sample(), TEN_MINUTES),
-                List.of(when(col("volume_gb").geq(1), lit("big")).otherwise(lit("small")).as("size")),
-                List.of(min(col("volume_gb")).as("min_gb"), max(col("event_ts")).as("max_event_ts")));
-
-        List<String> expected = new ArrayList<>(List.of("size"));
-        expected.addAll(KPI_COLUMNS);
-        expected.addAll(List.of("min_gb", "max_event_ts"));
-        assertThat(names(kpis)).containsExactlyElementsOf(expected);
-        assertThat(values(kpis.select("size", "window_start", "cell_site_id", "record_count", "total_gb", "min_gb", "max_event_ts")
-                .orderBy("size", "window_start", "cell_site_id"))).containsExactly(
-                row("big", t("2026-11-29T14:00:00Z"), "cell-B", 1L, new BigDecimal("100000000.000000000"), 100_000_000.0,
-                        t("2026-11-29T14:02:00Z")),
-                row("big", t("2026-11-29T14:10:00Z"), "cell-A", 1L, new BigDecimal("2.250000000"), 2.25, t("2026-11-29T14:10:00Z")),
-                row("small", t("2026-11-29T14:00:00Z"), "cell-A", 3L, new BigDecimal("0.300000000"), 0.0,
-                        t("2026-11-29T14:09:59.999999Z")),
-                row("small", t("2026-11-29T14:00:00Z"), "cell-B", 1L, new BigDecimal("0.000000001"), 0.000000001,
-                        t("2026-11-29T14:03:00Z")));
     }
 
     // ------------------------------------------------------------------ exactKpis
@@ -202,10 +200,10 @@ class KpiComputationTest {
                 event("sub-9", "cell-B", "2026-11-29T23:59:00Z", 0.25, "2026-11-30T00:00:30Z"),
                 event("sub-9", "cell-B", "2026-11-29T23:58:00Z", 0.25, "2026-11-30T00:00:20Z"));
 
-        Dataset<Row> exact = KpiComputation.exactKpis(raw, TEN_MINUTES);
+        Dataset<Row> exact = exactKpis(raw);
 
-        assertThat(names(exact)).containsExactly("event_date", "window_start", "window_end", "cell_site_id", "record_count",
-                "total_gb", "subscribers", "subscriber_sketch", "updated_at");
+        assertThat(names(exact)).containsExactly("window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscribers",
+                "subscriber_sketch", "is_final", "source", "updated_at", "event_date", "late_records");
         assertThat(exact.schema().apply("subscribers").dataType()).isEqualTo(DataTypes.LongType);
         LocalDate day = LocalDate.of(2026, 11, 29);
         assertThat(values(exact.selectExpr("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
@@ -223,9 +221,9 @@ class KpiComputationTest {
     void exactKpisAgreeWithThePartialKpisOfTheSameRows() {
         String[] shared = {"event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",
                 "hll_sketch_estimate(subscriber_sketch)", "updated_at"};
-        List<List<Object>> partial = values(KpiComputation.partialKpis(KpiComputation.withWindow(sample(), TEN_MINUTES))
+        List<List<Object>> partial = values(partialKpis(sample())
                 .selectExpr(shared).orderBy("window_start", "cell_site_id"));
-        List<List<Object>> exact = values(KpiComputation.exactKpis(sample(), TEN_MINUTES)
+        List<List<Object>> exact = values(exactKpis(sample())
                 .selectExpr(shared).orderBy("window_start", "cell_site_id"));
         assertThat(partial).hasSize(3);
         assertThat(exact).containsExactlyElementsOf(partial);
@@ -253,8 +251,8 @@ class KpiComputationTest {
         List<String> registers = new ArrayList<>();
         for (String order : orders) {
             // One partition, sorted: the union sees the sketches in exactly this order.
-            Row r = spark.sql("SELECT hll_sketch_estimate(hll_union_agg(s)), " + KpiComputation.distinctOfUnion("s")
-                    + ", hex(substring(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("s") + ", 41)), count(*) FROM (SELECT s FROM window_sketches "
+            Row r = spark.sql("SELECT hll_sketch_estimate(hll_union_agg(s)), " + "hll_sketch_estimate(" + Measure.orderFreeUnion("s") + ")"
+                    + ", hex(substring(" + Measure.orderFreeUnion("s") + ", 41)), count(*) FROM (SELECT s FROM window_sketches "
                     + "ORDER BY " + order + ")").first();
             assertThat(r.getLong(3)).isEqualTo(90);
             hip.add((double) r.getLong(0));
@@ -274,11 +272,11 @@ class KpiComputationTest {
     /** The roll-up views spell each union of sketches the order-free way, and nothing else unions sketches. */
     @Test
     void theViewsRollUpWithTheOrderFreeUnion() {
-        String union = io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("subscriber_sketch") + " AS subscriber_sketch";
+        String union = Measure.orderFreeUnion("subscriber_sketch") + " AS subscriber_sketch";
         List<String> views = new Lakehouse("").viewStatements();
         List<String> rollUps = views.stream().filter(v -> v.contains("hll_union_agg")).toList();
         assertThat(rollUps).hasSize(2).allSatisfy(v -> assertThat(v).contains(union));
-        assertThat(String.join("\n", views).replace(io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("subscriber_sketch"), ""))
+        assertThat(String.join("\n", views).replace(Measure.orderFreeUnion("subscriber_sketch"), ""))
                 .doesNotContain("hll_union_agg");
     }
 }

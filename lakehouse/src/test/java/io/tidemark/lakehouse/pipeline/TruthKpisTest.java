@@ -1,4 +1,4 @@
-package io.tidemark.reconcile;
+package io.tidemark.lakehouse.pipeline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
