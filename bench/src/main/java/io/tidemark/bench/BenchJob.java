@@ -112,20 +112,18 @@ public final class BenchJob {
                     names.put(q.id(), "tidemark");
                     queries.add(q);
                 }
-                case "plain" -> {
-                    for (StreamingQuery q : plainJobs(spark, config, work)) {
-                        names.put(q.id(), "plain");
-                        queries.add(q);
-                    }
-                }
+                case "plain" -> plainJobs(spark, config, work).forEach((suffix, q) -> {
+                    names.put(q.id(), "plain" + suffix);
+                    queries.add(q);
+                });
                 default -> {
                     StreamingQuery bronze = bronzeJob(spark, config, work);
                     names.put(bronze.id(), "bronze");
                     queries.add(bronze);
-                    for (StreamingQuery kpi : plainJobs(spark, config, work)) {
-                        names.put(kpi.id(), "kpi");
+                    plainJobs(spark, config, work).forEach((suffix, kpi) -> {
+                        names.put(kpi.id(), "kpi" + suffix);
                         queries.add(kpi);
-                    }
+                    });
                 }
             }
         } finally {
@@ -216,6 +214,11 @@ public final class BenchJob {
                 .load();
     }
 
+    /** What a plain query's name (and its table's and checkpoint's) adds for KPI table {@code t}: nothing for a pipeline of one table. */
+    static String querySuffix(io.tidemark.lakehouse.pipeline.Pipeline p, io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t) {
+        return p.tables().size() == 1 ? "" : "-" + t.name();
+    }
+
     /** The pipeline's events as JSON, in its columns' names and types. */
     static StructType eventSchema(TidemarkConfig config) {
         StructType schema = new StructType();
@@ -230,9 +233,9 @@ public final class BenchJob {
      * (its window, dimensions and WHERE; each measure as the pipeline file writes it). Checkpoints
      * {@code work/checkpoint[-table]}, tables {@code work/kpi[-table]} (no suffix for a pipeline of one table).
      */
-    static List<StreamingQuery> plainJobs(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
+    static Map<String, StreamingQuery> plainJobs(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
         io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
-        List<StreamingQuery> out = new ArrayList<>();
+        Map<String, StreamingQuery> out = new java.util.LinkedHashMap<>();
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : p.tables()) {
             Dataset<Row> events = kafka(spark, config)
                     .select(from_json(col("value").cast("string"), eventSchema(config)).as("e"))
@@ -245,8 +248,8 @@ public final class BenchJob {
                     t.window().size().toSeconds() + " seconds", t.window().slide().toSeconds() + " seconds")));
             t.dimensions().forEach(d -> keys.add(col(d.name())));
             List<org.apache.spark.sql.Column> measures = t.measures().stream().map(m -> expr(m.written()).as(m.name())).toList();
-            String suffix = p.tables().size() == 1 ? "" : "-" + t.name();
-            out.add(events.groupBy(keys.toArray(org.apache.spark.sql.Column[]::new))
+            String suffix = querySuffix(p, t);
+            out.put(suffix, events.groupBy(keys.toArray(org.apache.spark.sql.Column[]::new))
                     .agg(measures.get(0), measures.subList(1, measures.size()).toArray(org.apache.spark.sql.Column[]::new))
                     .writeStream().format("delta").outputMode("append")
                     .option("checkpointLocation", work.resolve("checkpoint" + suffix).toString())

@@ -43,11 +43,15 @@ import io.tidemark.generate.TrafficSpec;
 public final class SpeedLayerBenchmark {
 
     static final List<String> JOBS = List.of("plain", "tidemark", "diy");
-    /** The queries each job runs; each must consume exactly the produced events. */
-    static final Map<String, List<String>> QUERIES = Map.of(
-            "plain", List.of("plain"),
-            "tidemark", List.of("tidemark"),
-            "diy", List.of("bronze", "kpi"));
+    /** The queries each job runs (the plain job one per KPI table of the pipeline); each must consume exactly the produced events. */
+    static Map<String, List<String>> queries(String pipeline) {
+        io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(
+                io.tidemark.lakehouse.TidemarkConfig.builder().set(io.tidemark.lakehouse.TidemarkConfig.Key.PIPELINE, pipeline).build());
+        List<String> plain = p.tables().stream().map(t -> "plain" + BenchJob.querySuffix(p, t)).toList();
+        List<String> diy = new ArrayList<>(List.of("bronze"));
+        p.tables().forEach(t -> diy.add("kpi" + BenchJob.querySuffix(p, t)));
+        return Map.of("plain", plain, "tidemark", List.of("tidemark"), "diy", diy);
+    }
     static final Pattern TRACE = Pattern.compile("trace batch (\\d+) (\\S+) (\\d+) ms");
 
     /** One micro-batch of one query. */
@@ -69,9 +73,14 @@ public final class SpeedLayerBenchmark {
             return batches.stream().filter(b -> b.query().equals(query)).toList();
         }
 
+        /** The queries the run reported batches of, in their first batch's order (runJob checked them against the job's). */
+        List<String> queries() {
+            return batches.stream().map(Batch::query).distinct().toList();
+        }
+
         /** The steady batches of every query (see {@link #steady}), in seconds. */
         double[] steadyBatchSeconds() {
-            return QUERIES.get(job).stream().flatMap(q -> steady(of(q)).stream()).mapToDouble(b -> b.millis() / 1000.0).toArray();
+            return queries().stream().flatMap(q -> steady(of(q)).stream()).mapToDouble(b -> b.millis() / 1000.0).toArray();
         }
 
         /** The speed layer's batches whose stages count: all but batch 0 and the last batch (which may be partial). */
@@ -242,13 +251,14 @@ public final class SpeedLayerBenchmark {
         if (exit != 0 || end == 0) {
             throw new IllegalStateException(job + " run failed with exit code " + exit + "; see " + stderr);
         }
-        for (String q : QUERIES.get(job)) {
+        Map<String, List<String>> queries = queries(pipeline);
+        for (String q : queries.get(job)) {
             long consumed = batches.stream().filter(b -> b.query().equals(q)).mapToLong(Batch::records).sum();
             if (consumed != events) {
                 throw new IllegalStateException(job + " query " + q + " consumed " + consumed + " records, expected " + events);
             }
         }
-        List<String> unknown = batches.stream().map(Batch::query).filter(q -> !QUERIES.get(job).contains(q)).distinct().toList();
+        List<String> unknown = batches.stream().map(Batch::query).filter(q -> !queries.get(job).contains(q)).distinct().toList();
         if (!unknown.isEmpty()) {
             throw new IllegalStateException(job + " run reported batches of unexpected queries " + unknown);
         }
@@ -296,7 +306,7 @@ public final class SpeedLayerBenchmark {
                 double eps = median(runs, bs, job, Run::eventsPerSecond);
                 double heap = median(runs, bs, job, r -> r.heapPeak() / 1048576.0);
                 Map<String, Double> byQuery = new LinkedHashMap<>();
-                for (String q : QUERIES.get(job)) {
+                for (String q : rs.get(0).queries()) {
                     byQuery.put(q, BenchResults.median(rs.stream().flatMap(r -> steady(r.of(q)).stream())
                             .mapToDouble(b -> b.millis() / 1000.0).toArray()));
                 }
@@ -404,7 +414,7 @@ public final class SpeedLayerBenchmark {
 
     /** A per-batch figure of a run: one value, or for a job of several queries the values per query joined by " / ". */
     static String perQuery(Run r, java.util.function.Function<List<Batch>, Number> f, String format) {
-        return QUERIES.get(r.job()).stream().map(q -> fmt(format, f.apply(r.of(q)).doubleValue())).collect(Collectors.joining(" / "));
+        return r.queries().stream().map(q -> fmt(format, f.apply(r.of(q)).doubleValue())).collect(Collectors.joining(" / "));
     }
 
     static double meanSeconds(List<Batch> batches) {
@@ -485,7 +495,7 @@ public final class SpeedLayerBenchmark {
             o.put("live_heap_peak_mb", BenchResults.round(r.liveHeapPeak() / 1048576.0, 1));
             o.put("cpu_s", BenchResults.round(r.cpuNanos() / 1e9, 2));
             ObjectNode bq = o.putObject("batches");
-            for (String q : QUERIES.get(r.job())) {
+            for (String q : r.queries()) {
                 ArrayNode a = bq.putArray(q);
                 for (Batch b : r.of(q)) {
                     ObjectNode x = a.addObject();
