@@ -2,10 +2,12 @@
 ### tidemark_reconcile: the batch layer of Tidemark, daily and on demand
 
 Recomputes closed UTC days from `raw_events` with `io.tidemark.reconcile.ReconcileJob`
-(spark-submit of `tidemark-spark-jobs.jar`), replaces their `kpi_5m` partitions (`source = batch`)
+(spark-submit of `tidemark-spark-jobs.jar`), replaces their KPI partitions (`source = batch`)
 and fails the run when a day is over the pipeline's drift threshold (the `drift_threshold` option of
 its event table, default 0.01: the job's verdict, `over_threshold`); then compacts the closed days and
-vacuums (`io.tidemark.operations.Maintenance`). Param `pipeline`: the pipeline file every job runs.
+vacuums (`io.tidemark.operations.Maintenance`). The jobs run the pipeline the lakehouse records (the one its
+stream runs, `_tidemark/pipeline.sql`; the shipped network pipeline when it records none); param
+`pipeline` names another file.
 
 1. `validate_params`: refuses, without retries and with a one-line reason, bad dates, an empty range,
    a day the stream has not closed (`stream_progress.last_closed_day`), a `vacuum_retention_hours` below
@@ -88,7 +90,8 @@ def _schedule() -> str | None:
                                            "its last reconcile)."),
         "pipeline": Param(None, type=["null", "string"],
                           description="Pipeline file (absolute path) every job runs, with its drift_threshold; "
-                                      "empty: the jobs' pipeline setting (default network)."),
+                                      "empty: the pipeline the lakehouse records (its stream's), else the jobs' "
+                                      "pipeline setting (default network)."),
         "lakehouse": Param(None, type=["null", "string"],
                            description="Lakehouse root (absolute path or URI); empty: Variable tidemark_lakehouse, "
                                        "else env TIDEMARK_LAKEHOUSE."),

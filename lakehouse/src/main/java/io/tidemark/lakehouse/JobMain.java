@@ -68,7 +68,8 @@ public final class JobMain {
      * A parsed command line.
      *
      * @param help   {@code --help} was given: print {@link #usage(Spec)}, do nothing else
-     * @param config the settings, over the defaults, the config file and the environment
+     * @param config the settings, over the defaults, the config file and the environment; without a
+     *               {@code pipeline} setting, the pipeline the lakehouse records ({@link RecordedPipeline})
      */
     public record Arguments(Set<String> flags, Map<String, String> values, Optional<String> word, boolean help, TidemarkConfig config) {
 
@@ -130,7 +131,7 @@ public final class JobMain {
                 throw new RequestRefusedException("argument '" + a + "' is neither an option (" + spec.known() + ") nor a key=value setting");
             }
         }
-        return new Arguments(flags, values, Optional.ofNullable(word), false, settings.build());
+        return new Arguments(flags, values, Optional.ofNullable(word), false, settings.buildForLakehouse());
     }
 
     /** The {@code --help} text: the job's usage, then every setting with its default. */

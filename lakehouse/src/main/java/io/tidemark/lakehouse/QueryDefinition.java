@@ -142,7 +142,10 @@ public record QueryDefinition(Map<String, String> settings) {
         }
     }
 
-    /** Records the definition in the checkpoint and on the tables where it is missing or out of date (after {@link #verify}). */
+    /**
+     * Records the definition in the checkpoint and on the tables where it is missing or out of date, and
+     * the pipeline file in the lakehouse ({@link RecordedPipeline}); after {@link #verify}.
+     */
     public static void record(SparkSession spark, TidemarkConfig config) {
         QueryDefinition now = of(config);
         Map<String, String> settings = now.settings();
@@ -164,6 +167,7 @@ public record QueryDefinition(Map<String, String> settings) {
         if (!settings.equals(file)) {
             writeCheckpointFile(spark, config.checkpointUri(), settings);
         }
+        RecordedPipeline.record(spark.sparkContext().hadoopConfiguration(), config);
     }
 
     /**

@@ -211,10 +211,12 @@ public final class TidemarkConfig {
     /** The pipeline file's definition when {@code pipeline} names one; null for the shipped default. */
     private final io.tidemark.lakehouse.pipeline.Pipeline pipeline;
 
-    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, io.tidemark.lakehouse.pipeline.Pipeline pipeline) {
+    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, io.tidemark.lakehouse.pipeline.Pipeline pipeline,
+                           boolean pipelineNamed) {
         this.values = Collections.unmodifiableMap(values);
         this.kafkaOptions = Collections.unmodifiableMap(kafkaOptions);
         this.pipeline = pipeline;
+        this.pipelineNamed = pipelineNamed;
         validate();
     }
 
@@ -298,6 +300,7 @@ public final class TidemarkConfig {
         Builder b = new Builder();
         b.values.putAll(values);
         b.kafkaOptions.putAll(kafkaOptions);
+        b.pipelineNamed = pipelineNamed;
         if (pipeline != null) {
             // the pipeline's own values are not the user's: a pipeline named afterwards sets them again
             PIPELINE_SETS.forEach(k -> b.values.put(k, k.defaultValue));
@@ -305,12 +308,16 @@ public final class TidemarkConfig {
         return b;
     }
 
+    /** Whether {@code pipeline} was set (by a flag, the file, the environment...), not left at its default. */
+    private final boolean pipelineNamed;
+
     /** The settings a pipeline file decides (its event table's topic and lateness, its kpi_5m's window). */
     private static final List<Key> PIPELINE_SETS = List.of(Key.TOPIC, Key.LATENESS, Key.WINDOW);
 
     public static final class Builder {
         private final Map<Key, String> values = new LinkedHashMap<>();
         private final Map<String, String> kafkaOptions = new LinkedHashMap<>();
+        private boolean pipelineNamed;
 
         private Builder() {
             for (Key k : Key.values()) {
@@ -336,8 +343,23 @@ public final class TidemarkConfig {
         public Builder set(Key key, String value) {
             if (value != null) {
                 values.put(key, value);
+                pipelineNamed |= key == Key.PIPELINE;
             }
             return this;
+        }
+
+        /**
+         * As {@link #build()}, but when no {@code pipeline} was set, the pipeline the lakehouse records
+         * ({@link RecordedPipeline}: the one its stream runs) instead of the shipped default. What the
+         * commands and jobs build their settings with: a lakehouse's own definition needs no flag.
+         */
+        public TidemarkConfig buildForLakehouse() {
+            TidemarkConfig config = build();
+            if (pipelineNamed) {
+                return config;
+            }
+            String recorded = RecordedPipeline.location(config.lakehouseUri());
+            return RecordedPipeline.exists(recorded) ? config.toBuilder().set(Key.PIPELINE, recorded).build() : config;
         }
 
         public TidemarkConfig build() {
@@ -362,7 +384,7 @@ public final class TidemarkConfig {
                     v.put(k, e.getValue()[0]);
                 }
             }
-            return new TidemarkConfig(v, new LinkedHashMap<>(kafkaOptions), p);
+            return new TidemarkConfig(v, new LinkedHashMap<>(kafkaOptions), p, pipelineNamed);
         }
 
         private static boolean sameValue(Key k, String a, String b) {
@@ -378,6 +400,9 @@ public final class TidemarkConfig {
             try {
                 if (named.matches("[a-z][a-z0-9_-]*")) {
                     return io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named);
+                }
+                if (named.contains("://")) {
+                    return io.tidemark.lakehouse.pipeline.PipelineParser.parse(named, RecordedPipeline.readText(named));
                 }
                 Path file = Path.of(named);
                 if (!Files.isRegularFile(file)) {

@@ -547,7 +547,7 @@ final class DemoCommand extends TidemarkCommand {
                 }
                 say("reconcile    %s replaced by the truth (source = batch): %s windows, %s changed (%s late folded in); %s",
                         d.day(), Formats.count(d.windows()), Formats.count(d.windowsChanged()), Formats.count(d.lateRecords()),
-                        String.join(", ", d.measures().stream().map(m -> String.format(Locale.ROOT, "%s %s -> %s (%s%s)", m.measure(),
+                        String.join(", ", d.measures().stream().map(m -> String.format(Locale.ROOT, "%s %s -> %s (%s%s)", d.label(m),
                                 ReconcileResult.value(m.stream()), ReconcileResult.value(m.batch()), m.estimate() ? "estimate, " : "",
                                 ReconcileResult.percent(m.driftRel()))).toList()));
             }
@@ -694,7 +694,7 @@ final class DemoCommand extends TidemarkCommand {
     static String largestDrift(DayOutcome d) {
         return d.measures().stream().filter(m -> !m.estimate())
                 .max(java.util.Comparator.comparingDouble(m -> m.driftRel() == null ? 0 : Math.abs(m.driftRel())))
-                .map(m -> String.format(Locale.ROOT, "the largest drift: %s %s (stream %s, truth %s)", m.measure(),
+                .map(m -> String.format(Locale.ROOT, "the largest drift: %s %s (stream %s, truth %s)", d.label(m),
                         ReconcileResult.percent(m.driftRel()), ReconcileResult.value(m.stream()), ReconcileResult.value(m.batch())))
                 .orElse("no measure kept exactly");
     }

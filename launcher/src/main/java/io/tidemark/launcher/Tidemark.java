@@ -158,7 +158,7 @@ public final class Tidemark implements Callable<Integer> {
                     b.set(k, v);
                 }
             });
-            return b.build();
+            return b.buildForLakehouse();
         });
     }
 

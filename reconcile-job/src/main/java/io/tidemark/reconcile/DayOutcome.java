@@ -63,6 +63,14 @@ public record DayOutcome(LocalDate day, Status status, long windows, long window
                 .orElseThrow(() -> new IllegalArgumentException("no measure " + name + " in " + measures));
     }
 
+    /**
+     * How a line names the measure: {@code users} when the day's measures are of one KPI table,
+     * {@code country_1h.users} when they are of several (two tables may both have a users).
+     */
+    public String label(MeasureDrift m) {
+        return measures.stream().map(MeasureDrift::kpi).distinct().count() > 1 ? m.kpi() + "." + m.measure() : m.measure();
+    }
+
     /** Whether the drift rule found any measure of the day over the threshold. */
     public boolean overThreshold() {
         return measures.stream().anyMatch(MeasureDrift::over);

@@ -353,7 +353,7 @@ public final class ReconcileJob {
         }
         List<String> measures = new ArrayList<>();
         for (DayOutcome.MeasureDrift m : o.measures()) {
-            measures.add(m.measure() + " " + ReconcileResult.value(m.stream()) + " -> " + ReconcileResult.value(m.batch()) + " ("
+            measures.add(o.label(m) + " " + ReconcileResult.value(m.stream()) + " -> " + ReconcileResult.value(m.batch()) + " ("
                     + (m.estimate() ? "estimate, " : "") + ReconcileResult.percent(m.driftRel()) + (m.over() ? ", OVER the drift threshold" : "")
                     + ")");
         }

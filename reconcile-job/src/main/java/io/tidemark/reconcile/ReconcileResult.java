@@ -41,12 +41,12 @@ public record ReconcileResult(String runId, Instant startedAt, Optional<Instant>
             Optional<DayOutcome.MeasureDrift> worst = d.measures().stream().filter(m -> !m.estimate())
                     .max(java.util.Comparator.comparingDouble(m -> m.driftRel() == null ? (m.drift().signum() == 0 ? 0 : Double.MAX_VALUE)
                             : Math.abs(m.driftRel())));
-            List<String> over = d.measures().stream().filter(DayOutcome.MeasureDrift::over).map(DayOutcome.MeasureDrift::measure).toList();
+            List<String> over = d.measures().stream().filter(DayOutcome.MeasureDrift::over).map(d::label).toList();
             sb.append(String.format("%-10s  %8s  %8s  %-36s  %9s  %-24s  %s%n",
                     d.day(),
                     data ? String.format("%,d", d.windows()) : "-",
                     data ? String.format("%,d", d.windowsChanged()) : "-",
-                    data ? worst.map(m -> m.measure() + " " + percent(m.driftRel()) + " (" + value(m.stream()) + " -> " + value(m.batch()) + ")")
+                    data ? worst.map(m -> d.label(m) + " " + percent(m.driftRel()) + " (" + value(m.stream()) + " -> " + value(m.batch()) + ")")
                             .orElse("-") : "-",
                     data ? String.format("%,d", d.lateRecords()) : "-",
                     data ? (over.isEmpty() ? "none" : String.join(", ", over)) : "-",

@@ -22,6 +22,7 @@ import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.RecordedPipeline;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.stream.StreamingJob;
@@ -67,7 +68,12 @@ class PaymentsKillTest {
         Thread.sleep(1_500);
         assertThat(job.process.isAlive()).as("the stream is still at work when it is killed").isTrue();
         job.kill();
-        StreamingJob rest = new StreamingJob(infra.spark, config, null);
+        assertThat(Path.of(RecordedPipeline.location(config.lakehouseUri()))).as("the stream records its pipeline in the lakehouse")
+                .hasContent(text);
+        // restarted without a pipeline setting: the one the lakehouse records
+        TidemarkConfig restart = infra.config(dir, topic).set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "800").buildForLakehouse();
+        assertThat(restart.pipelineFile().orElseThrow().file()).isEqualTo(RecordedPipeline.location(config.lakehouseUri()));
+        StreamingJob rest = new StreamingJob(infra.spark, restart, null);
         try {
             rest.start(true).awaitTermination();
         } finally {
@@ -82,6 +88,21 @@ class PaymentsKillTest {
         assertThat(report.deadLetters()).isEqualTo(produced.invalid());
         assertThat(report.tables()).extracting(ConservationCheck.TableFigures::table).containsExactly("merchant_1m", "country_1h");
         assertThat(report.lateEvents()).isPositive();
+
+        // tidemark status, given no pipeline either, reports the payments tables
+        java.io.StringWriter out = new java.io.StringWriter();
+        int code = io.tidemark.launcher.Tidemark.run(new String[] {"status", "--json", "--set", "lakehouse=" + config.lakehouseUri(),
+                        "--set", "stream.checkpoint=" + config.checkpointUri(), "--set", "kafka.bootstrap-servers=" + config.bootstrapServers()},
+                Map.of(), new java.io.PrintWriter(out), new java.io.PrintWriter(new java.io.StringWriter()),
+                io.tidemark.launcher.Tidemark.Sessions.shared(infra.spark));
+        com.fasterxml.jackson.databind.JsonNode status = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.toString());
+        assertThat(code).as(out.toString()).isZero();
+        long kpiRows = killed.kpiTables().stream().mapToLong(t -> killed.read(infra.spark, t).count()).sum();
+        assertThat(status.get("totals").get("kpi_rows").asLong()).isEqualTo(kpiRows);
+        assertThat(status.get("totals").get("raw_events").asLong()).isEqualTo(produced.valid());
+        List<String> tableNames = new java.util.ArrayList<>();
+        status.get("tables").forEach(t -> tableNames.add(t.get("name").asText()));
+        assertThat(tableNames).contains("merchant_1m", "country_1h").doesNotContain("kpi_5m");
 
         TidemarkConfig reference = infra.config(dir.resolve("uninterrupted"), topic).set(TidemarkConfig.Key.PIPELINE, pipeline.toString())
                 .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "800").build();

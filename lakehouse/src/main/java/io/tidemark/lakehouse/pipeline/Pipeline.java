@@ -18,8 +18,9 @@ import org.apache.spark.sql.types.DataType;
  * @param tables         the KPI tables, in the order of the file
  * @param driftThreshold the relative drift (|truth - stream| / truth) above which a reconciled window is reported
  * @param views          the analyst views the file declares over Tidemark's tables, in its order
+ * @param source         the file's text as it was read (what the stream records in the lakehouse); null for a pipeline built in code
  */
-public record Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold, List<View> views) {
+public record Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold, List<View> views, String source) {
 
     public Pipeline {
         tables = List.copyOf(tables);
@@ -27,7 +28,7 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
     }
 
     public Pipeline(String file, EventTable events, List<KpiTable> tables, double driftThreshold) {
-        this(file, events, tables, driftThreshold, List.of());
+        this(file, events, tables, driftThreshold, List.of(), null);
     }
 
     /**
@@ -60,7 +61,7 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         Window window = new Window(config.window(), config.window());
         List<KpiTable> tables = p.tables().stream()
                 .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.at())).toList();
-        return new Pipeline(p.file(), events, tables, p.driftThreshold(), p.views());
+        return new Pipeline(p.file(), events, tables, p.driftThreshold(), p.views(), null);
     }
 
     /**

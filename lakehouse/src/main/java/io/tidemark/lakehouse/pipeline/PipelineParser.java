@@ -369,7 +369,7 @@ public final class PipelineParser {
             throw new PipelineException(events.at(), "no KPI table over '" + events.name() + "'",
                     "CREATE STREAMING TABLE name AS SELECT ... FROM STREAM " + events.name() + " GROUP BY ...");
         }
-        return new Pipeline(file, events, tables, drift, views);
+        return new Pipeline(file, events, tables, drift, views, text);
     }
 
     /** Views Tidemark itself registers (sql/views.sql): a pipeline's view takes another name. */
