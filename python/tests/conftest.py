@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tidemark_airflow import testing  # noqa: E402
+import testing  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,8 @@ import pytest
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
 
-from tidemark_airflow import settings, testing  # noqa: E402
+import testing  # noqa: E402
+from tidemark_airflow import settings  # noqa: E402
 from tidemark_airflow.cli import Output, build_parser, drift_lines, main, trigger_conf  # noqa: E402
 from tidemark_airflow.credentials import UsageError, load_credentials  # noqa: E402
 from tidemark_airflow.reconcile_plan import ReconcileRequestError  # noqa: E402

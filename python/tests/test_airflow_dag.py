@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # python/: tidemark_airflow
 
-from tidemark_airflow import testing  # noqa: E402
+import testing  # noqa: E402
 
 # Airflow reads its configuration when first imported: point it at a throwaway home first.
 testing.isolate_airflow_in_process()

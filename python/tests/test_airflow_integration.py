@@ -29,7 +29,7 @@ PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
 
 from tidemark_airflow import lakehouse as lh  # noqa: E402
-from tidemark_airflow import testing  # noqa: E402
+import testing  # noqa: E402
 
 testing.isolate_airflow_in_process()
 

@@ -28,7 +28,7 @@ import pytest
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PYTHON_DIR))
 
-from tidemark_airflow import testing  # noqa: E402
+import testing  # noqa: E402
 
 DOC = testing.REPO / "docs" / "python.md"
 

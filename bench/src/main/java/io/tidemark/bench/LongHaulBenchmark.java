@@ -450,12 +450,19 @@ public final class LongHaulBenchmark {
             long rawAfter = version(Table.RAW_EVENTS);
             long[] filesAfter = {dayFiles(Table.kpi("kpi_5m"), day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
             o.put("versions", "kpi_5m " + kpiBefore + " -> " + kpiAfter + ", raw_events " + rawBefore + " -> " + rawAfter);
-            String kpiSql = "SELECT cell_site_id, sum(record_count) AS records, sum(total_gb) AS gb, "
-                    + "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion("subscriber_sketch") + ") AS subscribers FROM %s VERSION AS OF %d "
-                    + "WHERE event_date = DATE'" + day + "' GROUP BY cell_site_id ORDER BY cell_site_id";
-            // Volume summed as decimals: a sum of doubles depends on the order of the files, which compaction changes.
-            String rawSql = "SELECT count(*), sum(CAST(volume_gb AS DECIMAL(38, 18))), count(DISTINCT subscriber_id), count(DISTINCT cell_site_id) FROM %s VERSION AS OF %d "
-                    + "WHERE event_date = DATE'" + day + "'";
+            // The day's figures per first dimension from the first KPI table, and the raw log's: the same reads before and after.
+            io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = lakehouse.pipeline().tables().get(0);
+            String dim = first.dimensions().get(0).name();
+            io.tidemark.lakehouse.pipeline.Measure summed = first.measures().stream()
+                    .filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.SUM).findFirst().orElseThrow();
+            io.tidemark.lakehouse.pipeline.Measure distinct = first.measures().stream()
+                    .filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.APPROX_COUNT_DISTINCT).findFirst().orElseThrow();
+            String kpiSql = "SELECT " + dim + ", sum(" + first.recordCount().orElseThrow().name() + ") AS records, sum(" + summed.name() + ") AS s, "
+                    + "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
+                    + "WHERE event_date = DATE'" + day + "' GROUP BY " + dim + " ORDER BY " + dim;
+            // The sum as decimals: a sum of doubles depends on the order of the files, which compaction changes.
+            String rawSql = "SELECT count(*), sum(CAST(" + summed.argument() + " AS DECIMAL(38, 18))), count(DISTINCT " + distinct.argument()
+                    + "), count(DISTINCT " + dim + ") FROM %s VERSION AS OF %d WHERE event_date = DATE'" + day + "'";
             String[] names = {"kpi_daily of the day", "raw_events scan of the day"};
             String[][] sql = {
                 {String.format(kpiSql, lakehouse.ref(Table.kpi("kpi_5m")), kpiBefore), String.format(kpiSql, lakehouse.ref(Table.kpi("kpi_5m")), kpiAfter)},

@@ -2,7 +2,6 @@ package io.tidemark.bench;
 
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.count;
-import static org.apache.spark.sql.functions.count_distinct;
 import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.sum;
@@ -43,6 +42,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.sql.types.StructField;
 
+import io.tidemark.generate.TrafficProfile;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
@@ -55,32 +55,46 @@ import io.tidemark.reconcile.ReconcileResult;
 /**
  * The batch layer's cost: reconcile of one closed day of {@code --day-events} events (a) with one day
  * of history in the tables against thirty, and (b) against a plain Spark job over the same day's
- * files (partition filter; group-by to 5-minute window x cell with count, sum and exact count
- * distinct; plain Delta overwrite). The three runs go round-robin, {@code --rounds} times.
+ * files (partition filter; per KPI table of the pipeline, a group-by to its windows and dimensions
+ * with each measure exact as a user would write it: {@code count(DISTINCT)} for a distinct count,
+ * {@code percentile} for a quantile; plain Delta overwrite). The three runs go round-robin,
+ * {@code --rounds} times.
  *
- * <p>The lakehouses are generated with Spark from deterministic synthetic data through the real
- * DDL ({@link Lakehouse#createAndRegister}) and cached under {@code bench/target/reconcile-lakehouse}:
- * {@code h1} holds the target day and the day before it, {@code h30} is a copy of it with 29 more
- * days before those. Each day is written as {@code --files-per-day} appends-worth of files, its
- * stream-side {@code kpi_5m} rows (on-time records only, HLL subscribers, source=stream) beside it,
- * and one {@code stream_progress} row closes the target day. Before each reconcile the
- * {@code kpi_5m} table is restored to its generated version (not timed), so every round replaces
- * the same stream rows and reports the same drift.
+ * <p>The lakehouses are generated with Spark from deterministic synthetic data of the pipeline's
+ * traffic profile ({@link TrafficProfile#sparkColumns}) through the real DDL
+ * ({@link Lakehouse#createAndRegister}) and cached under {@code bench/target/reconcile-lakehouse}
+ * (per pipeline but the default): {@code h1} holds the target day and the day before it, {@code h30}
+ * is a copy of it with 29 more days before those. Each day is written as {@code --files-per-day}
+ * appends-worth of files, the stream-side rows of every KPI table (on-time records only, sketches,
+ * source=stream) beside it, and one {@code stream_progress} row closes the target day. Before each
+ * reconcile the KPI tables are restored to their generated versions (not timed), so every round
+ * replaces the same stream rows and reports the same drift.
  *
- * <p>{@code bench/run reconcile [--day-events N] [--history-events N] [--history-days N]
- * [--files-per-day N] [--rounds R] [--only h1|h30|plain,...] [--regenerate]}
+ * <p>{@code bench/run reconcile [--pipeline network|payments|FILE] [--day-events N] [--history-events N]
+ * [--history-days N] [--files-per-day N] [--rounds R] [--only h1|h30|plain,...] [--regenerate]}
  */
 public final class ReconcileBenchmark {
 
     static final LocalDate TARGET = LocalDate.of(2026, 10, 31);
-    static final long DAY_US = 86_400_000_000L;
 
-    record Params(long dayEvents, long historyEvents, int historyDays, int filesPerDay) {
+    record Params(String pipeline, long dayEvents, long historyEvents, int historyDays, int filesPerDay) {
         String marker() {
-            return "dayEvents=" + dayEvents + "\nhistoryEvents=" + historyEvents + "\nhistoryDays=" + historyDays
-                    + "\nfilesPerDay=" + filesPerDay + "\ntarget=" + TARGET + "\ngenerator=2\n";
+            return "pipeline=" + pipeline + "\ndayEvents=" + dayEvents + "\nhistoryEvents=" + historyEvents + "\nhistoryDays=" + historyDays
+                    + "\nfilesPerDay=" + filesPerDay + "\ntarget=" + TARGET + "\ngenerator=3\n";
+        }
+
+        /** The lakehouse at {@code root}, holding this pipeline's tables. */
+        Lakehouse lakehouse(Path root) {
+            return Lakehouse.of(config(root));
+        }
+
+        TidemarkConfig config(Path root) {
+            return TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, root.toString()).set(TidemarkConfig.Key.PIPELINE, pipeline).build();
         }
     }
+
+    /** The versions of each KPI table as generated, which every round restores before it reconciles. */
+    static final String VERSIONS = "kpi.generated-versions";
 
     record Run(String what, int round, long millis, long events, String load, String note) {
         double eventsPerSecond() {
@@ -96,6 +110,8 @@ public final class ReconcileBenchmark {
         int filesPerDay = 48;
         int rounds = 3;
         boolean regenerate = false;
+        String pipeline = "network";
+        boolean workGiven = false;
         List<String> only = List.of("h1", "h30", "plain");
         Path work = Path.of("bench/target/reconcile-lakehouse").toAbsolutePath();
         Path results = Path.of("bench/results.log").toAbsolutePath();
@@ -109,15 +125,23 @@ public final class ReconcileBenchmark {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--only" -> only = List.of(args[++i].split(","));
                 case "--regenerate" -> regenerate = true;
-                case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
+                case "--work" -> {
+                    work = Path.of(args[++i]).toAbsolutePath();
+                    workGiven = true;
+                }
+                case "--pipeline" -> pipeline = args[++i];
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (known: --day-events, --history-events, --history-days, --files-per-day, --rounds, --only, --regenerate, --work)");
+                        + " (known: --pipeline, --day-events, --history-events, --history-days, --files-per-day, --rounds, --only, --regenerate, "
+                        + "--work)");
             }
         }
         if (historyDays < 1) {
             throw new IllegalArgumentException("--history-days must be at least 1");
         }
-        Params p = new Params(dayEvents, historyEvents, historyDays, filesPerDay);
+        if (!pipeline.equals("network") && !workGiven) {
+            work = work.resolveSibling(work.getFileName() + "-" + Path.of(pipeline).getFileName().toString().replace(".sql", ""));
+        }
+        Params p = new Params(pipeline, dayEvents, historyEvents, historyDays, filesPerDay);
         String loadBefore = loadAverage();
         System.out.println("load average before: " + loadBefore);
         // The catalog's warehouse (the tidemark database) lives with the generated data, not in the working directory.
@@ -139,13 +163,17 @@ public final class ReconcileBenchmark {
         } else {
             System.out.println("reusing the generated lakehouses in " + work + " (--regenerate to rebuild)");
         }
-        System.out.println("h1:  " + describe(spark, h1));
-        System.out.println("h" + historyDays + ": " + describe(spark, hN));
-        Map<Path, Long> kpiVersion = new TreeMap<>();
+        System.out.println("h1:  " + describe(spark, p.lakehouse(h1)));
+        System.out.println("h" + historyDays + ": " + describe(spark, p.lakehouse(hN)));
+        Map<Path, java.util.Properties> kpiVersions = new TreeMap<>();
         for (Path l : List.of(h1, hN)) {
-            kpiVersion.put(l, Long.parseLong(Files.readString(l.resolve("kpi_5m.generated-version")).trim()));
+            java.util.Properties v = new java.util.Properties();
+            try (java.io.Reader r = Files.newBufferedReader(l.resolve(VERSIONS))) {
+                v.load(r);
+            }
+            kpiVersions.put(l, v);
         }
-        long targetEvents = new Lakehouse(h1.toString()).read(spark, Table.RAW_EVENTS)
+        long targetEvents = p.lakehouse(h1).read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").equalTo(lit(Date.valueOf(TARGET)))).count();
 
         List<Run> runs = new ArrayList<>();
@@ -159,10 +187,10 @@ public final class ReconcileBenchmark {
                 stages.reset();
                 Run r;
                 if (what.equals("plain")) {
-                    r = plain(spark, hN, work.resolve("plain-out"), targetEvents, round, before);
+                    r = plain(spark, p.lakehouse(hN), work.resolve("plain-out"), targetEvents, round, before);
                 } else {
                     Path l = what.equals("h1") ? h1 : hN;
-                    r = reconcile(spark, l, kpiVersion.get(l), what, targetEvents, round, before);
+                    r = reconcile(spark, p.config(l), kpiVersions.get(l), what, targetEvents, round, before);
                 }
                 runs.add(r);
                 System.out.printf("round %d %-6s %7.1f s  %,9.0f events/s  load %s -> %s  %s%n", round, what, r.millis() / 1000.0,
@@ -185,43 +213,89 @@ public final class ReconcileBenchmark {
     // The measured runs
     // ------------------------------------------------------------------------------------------
 
-    static Run reconcile(SparkSession spark, Path lakehouse, long kpiVersion, String what, long events, int round, String load) {
-        Lakehouse l = new Lakehouse(lakehouse.toString());
-        if (l.version(spark, Table.kpi("kpi_5m")) != kpiVersion) {
-            spark.sql("RESTORE TABLE " + l.ref(Table.kpi("kpi_5m")) + " TO VERSION AS OF " + kpiVersion);
+    static Run reconcile(SparkSession spark, TidemarkConfig config, java.util.Properties kpiVersions, String what, long events, int round,
+                         String load) {
+        Lakehouse l = Lakehouse.of(config);
+        for (Table t : l.kpiTables()) {
+            long generated = Long.parseLong(kpiVersions.getProperty(t.tableName()));
+            if (l.version(spark, t) != generated) {
+                spark.sql("RESTORE TABLE " + l.ref(t) + " TO VERSION AS OF " + generated);
+            }
         }
-        TidemarkConfig config = TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, lakehouse.toString()).build();
+        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = l.pipeline().tables().get(0);
+        String records = first.recordCount().orElseThrow().name();
+        String compared = first.measures().stream().filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.SUM).findFirst()
+                .map(io.tidemark.lakehouse.pipeline.Measure::name).orElse(records);
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         long t0 = System.nanoTime();
         ReconcileResult result = new ReconcileJob(spark, config, new PrintStream(buf, true, StandardCharsets.UTF_8))
                 .run(DaySelection.day(TARGET), false);
         long ms = (System.nanoTime() - t0) / 1_000_000;
         DayOutcome o = result.days().get(0);
-        if (o.status() != DayOutcome.Status.RECONCILED || o.measure("record_count").batch().longValueExact() != events) {
-            throw new IllegalStateException("reconcile of " + TARGET + " in " + lakehouse + " did not reconcile all " + events
+        if (o.status() != DayOutcome.Status.RECONCILED || measure(o, first.name(), records).batch().longValueExact() != events) {
+            throw new IllegalStateException("reconcile of " + TARGET + " in " + l.root() + " did not reconcile all " + events
                     + " events: " + o + "\n" + buf.toString(StandardCharsets.UTF_8));
         }
-        return new Run(what, round, ms, events, load, String.format("%,d windows, %,d changed, %,d late folded in, drift %s GB",
-                o.windows(), o.windowsChanged(), o.lateRecords(), o.measure("total_gb").drift().stripTrailingZeros().toPlainString()));
+        return new Run(what, round, ms, events, load, String.format("%,d windows, %,d changed, %,d late folded in, drift of %s.%s %s",
+                o.windows(), o.windowsChanged(), o.lateRecords(), first.name(), compared,
+                measure(o, first.name(), compared).drift().stripTrailingZeros().toPlainString()));
     }
 
-    /** The plain job: the day's files, one group-by, a plain overwrite of a Delta table. */
-    static Run plain(SparkSession spark, Path lakehouse, Path out, long events, int round, String load) {
+    private static DayOutcome.MeasureDrift measure(DayOutcome o, String kpi, String measure) {
+        return o.measures().stream().filter(m -> m.kpi().equals(kpi) && m.measure().equals(measure)).findFirst().orElseThrow();
+    }
+
+    /**
+     * The plain job: per KPI table, the day's files (and, for a hopping table, the first hour of the
+     * next, whose windows start on the day), one group-by, a plain overwrite of a Delta table.
+     */
+    static Run plain(SparkSession spark, Lakehouse lakehouse, Path out, long events, int round, String load) {
         long t0 = System.nanoTime();
-        Dataset<Row> day = new Lakehouse(lakehouse.toString()).read(spark, Table.RAW_EVENTS)
-                .filter(col("event_date").equalTo(lit(Date.valueOf(TARGET))));
-        day.groupBy(window(col("event_ts"), "5 minutes"), col("cell_site_id"))
-                .agg(count(lit(1)).as("record_count"), sum(col("volume_gb")).as("total_gb"),
-                        count_distinct(col("subscriber_id")).as("subscribers"))
-                .select(col("window.start").as("window_start"), col("window.end").as("window_end"), col("cell_site_id"),
-                        col("record_count"), col("total_gb"), col("subscribers"))
-                .write().format("delta").mode("overwrite").save(out.toString());
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        String eventTime = pipeline.events().eventTime();
+        long windows = 0;
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+            Dataset<Row> day = lakehouse.read(spark, Table.RAW_EVENTS)
+                    .filter(col("event_date").between(lit(Date.valueOf(TARGET)), lit(Date.valueOf(TARGET.plusDays(t.window().tumbling() ? 0 : 1)))));
+            if (t.where() != null) {
+                day = day.where(t.where());
+            }
+            List<Column> keys = new ArrayList<>(List.of(window(col(eventTime), t.window().size().toSeconds() + " seconds",
+                    t.window().slide().toSeconds() + " seconds")));
+            t.dimensions().forEach(d -> keys.add(col(d.name())));
+            List<Column> measures = t.measures().stream().map(m -> expr(plainExact(m)).as(m.name())).toList();
+            Dataset<Row> kpi = day.groupBy(keys.toArray(Column[]::new))
+                    .agg(measures.get(0), measures.subList(1, measures.size()).toArray(Column[]::new))
+                    .where(expr("to_date(window.start) = DATE'" + TARGET + "'"));
+            kpi.write().format("delta").mode("overwrite").save(out.resolve(t.name()).toString());
+        }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        Row check = spark.read().format("delta").load(out.toString()).agg(count(lit(1)), sum("record_count")).first();
-        if (check.getLong(1) != events) {
+        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = pipeline.tables().get(0);
+        Row check = spark.read().format("delta").load(out.resolve(first.name()).toString())
+                .agg(count(lit(1)), sum(first.recordCount().orElseThrow().name())).first();
+        if (first.window().tumbling() && first.where() == null && check.getLong(1) != events) {
             throw new IllegalStateException("plain job counted " + check.getLong(1) + " events, expected " + events);
         }
-        return new Run("plain", round, ms, events, load, String.format("%,d windows", check.getLong(0)));
+        return new Run("plain", round, ms, events, load, String.format("%,d windows of %s", check.getLong(0), first.name()));
+    }
+
+    /**
+     * A measure exact, as a user would write it in a batch job: the written aggregate, with the exact
+     * forms of the approximate ones. A FILTER is written into the argument ({@code CASE WHEN}): the
+     * session runs reconcile too, whose sorted aggregation would ignore a FILTER clause (Spark 4.2.0).
+     */
+    static String plainExact(io.tidemark.lakehouse.pipeline.Measure m) {
+        String arg = m.filter() == null ? m.argument() : "CASE WHEN " + m.filter() + " THEN " + (m.argument() == null ? "1" : m.argument()) + " END";
+        return switch (m.kind()) {
+            case COUNT_ALL -> m.filter() == null ? "count(*)" : "count(" + arg + ")";
+            case COUNT -> "count(" + arg + ")";
+            case SUM -> "sum(" + arg + ")";
+            case MIN -> "min(" + arg + ")";
+            case MAX -> "max(" + arg + ")";
+            case AVG -> "avg(" + arg + ")";
+            case APPROX_COUNT_DISTINCT -> "count(DISTINCT " + arg + ")";
+            case PERCENTILE_APPROX -> "percentile(" + arg + ", " + m.quantile() + ")";
+        };
     }
 
     // ------------------------------------------------------------------------------------------
@@ -229,84 +303,94 @@ public final class ReconcileBenchmark {
     // ------------------------------------------------------------------------------------------
 
     static void generate(SparkSession spark, Params p, Path h1, Path hN) throws IOException {
-        Lakehouse l1 = new Lakehouse(h1.toString());
+        Lakehouse l1 = p.lakehouse(h1);
         l1.createAndRegister(spark);
         writeDays(spark, l1, List.of(TARGET.minusDays(1)), p.historyEvents(), p.filesPerDay());
         writeDays(spark, l1, List.of(TARGET), p.dayEvents(), p.filesPerDay());
         writeStreamKpis(spark, l1, TARGET.minusDays(1), TARGET);
         writeProgress(spark, l1);
-        Files.writeString(h1.resolve("kpi_5m.generated-version"), String.valueOf(l1.version(spark, Table.kpi("kpi_5m"))));
+        writeVersions(spark, l1, h1);
         if (p.historyDays() > 1) {
             System.out.println("copying h1 to " + hN.getFileName() + " ...");
             copyRecursively(h1, hN);
-            Lakehouse lN = new Lakehouse(hN.toString());
+            Lakehouse lN = p.lakehouse(hN);
             List<LocalDate> older = new ArrayList<>();
             for (int d = p.historyDays(); d >= 2; d--) {
                 older.add(TARGET.minusDays(d));
             }
             writeDays(spark, lN, older, p.historyEvents(), p.filesPerDay());
             writeStreamKpis(spark, lN, older.get(0), older.get(older.size() - 1));
-            Files.writeString(hN.resolve("kpi_5m.generated-version"), String.valueOf(lN.version(spark, Table.kpi("kpi_5m"))));
+            writeVersions(spark, lN, hN);
         }
+    }
+
+    private static void writeVersions(SparkSession spark, Lakehouse l, Path root) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        for (Table t : l.kpiTables()) {
+            sb.append(t.tableName()).append('=').append(l.version(spark, t)).append('\n');
+        }
+        Files.writeString(root.resolve(VERSIONS), sb.toString());
     }
 
     /**
      * One append per day of {@code n} synthetic raw_events rows in {@code files} files, in event-time
-     * order (as a stream writes them): ~2,000 cells, subscribers Zipf-like over ~1 M ids
-     * (P(k) ~ 1/k), volumes up to 0.05 GB with 9 decimals, 3 % late (ingested 30-120 min after their
-     * event time), the message as payload.
+     * order (as a stream writes them): the records of the pipeline's traffic profile
+     * ({@link TrafficProfile#sparkColumns}), 3 % late (ingested 30-120 min after their event time),
+     * the record as JSON as payload.
      */
     static void writeDays(SparkSession spark, Lakehouse l, List<LocalDate> days, long n, int files) {
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = l.pipeline();
+        List<String> columns = pipeline.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList();
+        TrafficProfile profile = TrafficProfile.forEvents(columns).orElseThrow(() -> new IllegalArgumentException(
+                "no traffic profile writes the events of " + pipeline.file() + " (" + columns + ")"));
+        String eventTime = pipeline.events().eventTime();
         for (LocalDate day : days) {
             long t0 = System.currentTimeMillis();
             long d = day.toEpochDay();
-            long startUs = d * DAY_US;
-            Dataset<Row> rows = spark.range(0, n, 1, files).selectExpr(
-                    "id",
-                    "timestamp_micros(" + startUs + "L + CAST(floor(id * (" + DAY_US + "D / " + n + "D)) AS BIGINT)) AS event_ts",
-                    "concat('cell-', lpad(CAST(pmod(xxhash64(id, " + d + "L, 'cell'), 2000) AS STRING), 4, '0')) AS cell_site_id",
-                    "concat('sub-', lpad(CAST(CAST(floor(pow(1000000.0D, pmod(xxhash64(id, " + d + "L, 'sub'), 1000000007L) / 1000000007.0D)) "
-                            + "AS BIGINT) AS STRING), 7, '0')) AS subscriber_id",
-                    "pmod(xxhash64(id, " + d + "L, 'vol'), 50000000L) / 1000000000.0D AS volume_gb",
-                    "pmod(xxhash64(id, " + d + "L, 'late'), 100) < 3 AS is_late",
-                    "pmod(xxhash64(id, " + d + "L, 'lag'), 5400000000L) AS lag_us")
-                    .selectExpr(
-                            "subscriber_id", "cell_site_id", "event_ts", "volume_gb",
-                            "concat('{\"subscriber_id\":\"', subscriber_id, '\",\"cell_site_id\":\"', cell_site_id, '\",\"event_ts\":\"', "
-                                    + "date_format(event_ts, \"yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'\"), '\",\"volume_gb\":', CAST(volume_gb AS STRING), '}') AS payload",
-                            "'network-events' AS kafka_topic",
-                            "CAST(pmod(id, 2) AS INT) AS kafka_partition",
-                            "(" + d + "L - 20000L) * 10000000L + id DIV 2 AS kafka_offset",
-                            "timestamp_micros(unix_micros(event_ts) + CASE WHEN is_late THEN 1800000000L + lag_us "
-                                    + "ELSE 1000000L + pmod(lag_us, 20000000L) END) AS ingest_ts",
-                            "is_late",
-                            "(" + d + "L - 20000L) * 1000L + CAST(floor(id * " + files + "D / " + n + "D) AS BIGINT) AS batch_id",
-                            "to_date(event_ts) AS event_date");
+            List<String> fields = new ArrayList<>(List.of("id"));
+            fields.addAll(profile.sparkColumns(d, n));
+            fields.add("pmod(xxhash64(id, " + d + "L, 'late'), 100) < 3 AS is_late");
+            fields.add("pmod(xxhash64(id, " + d + "L, 'lag'), 5400000000L) AS lag_us");
+            List<String> raw = new ArrayList<>(columns);
+            raw.addAll(List.of(
+                    "to_json(named_struct(" + String.join(", ", columns.stream().map(c -> "'" + c + "', " + c).toList()) + ")) AS payload",
+                    "'" + pipeline.events().topic() + "' AS kafka_topic",
+                    "CAST(pmod(id, 2) AS INT) AS kafka_partition",
+                    "(" + d + "L - 20000L) * 10000000L + id DIV 2 AS kafka_offset",
+                    "timestamp_micros(unix_micros(" + eventTime + ") + CASE WHEN is_late THEN 1800000000L + lag_us "
+                            + "ELSE 1000000L + pmod(lag_us, 20000000L) END) AS ingest_ts",
+                    "is_late",
+                    "(" + d + "L - 20000L) * 1000L + CAST(floor(id * " + files + "D / " + n + "D) AS BIGINT) AS batch_id",
+                    "to_date(" + eventTime + ") AS event_date"));
+            Dataset<Row> rows = spark.range(0, n, 1, files).selectExpr(fields.toArray(String[]::new)).selectExpr(raw.toArray(String[]::new));
             l.append(asTable(spark, l, Table.RAW_EVENTS, rows), Table.RAW_EVENTS);
             System.out.printf("  %s: %s %,d events in %.1f s%n", l.root().substring(l.root().lastIndexOf('/') + 1), day, n,
                     (System.currentTimeMillis() - t0) / 1000.0);
         }
     }
 
-    /** The speed layer's rows of these days: on-time records only, HLL subscriber estimates, final. */
+    /** The speed layer's rows of these days in every KPI table: on-time records only, sketch estimates, final. */
     static void writeStreamKpis(SparkSession spark, Lakehouse l, LocalDate from, LocalDate to) {
         long t0 = System.currentTimeMillis();
         Dataset<Row> onTime = l.read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").between(lit(Date.valueOf(from)), lit(Date.valueOf(to))).and(col("is_late").equalTo(false)));
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = l.pipeline();
-        io.tidemark.lakehouse.pipeline.KpiAggregation kpi5m = new io.tidemark.lakehouse.pipeline.KpiAggregation(
-                pipeline.table("kpi_5m").orElseThrow(), pipeline.events().eventTime());
-        Dataset<Row> kpis = kpi5m.stored(kpi5m.partials(onTime, io.tidemark.lakehouse.Watermark.NONE)
-                .withColumn("is_final", lit(true))
-                .withColumn("source", lit("stream"))
-                .withColumn("stream_batch_id", lit(0L)));
-        l.append(asTable(spark, l, Table.kpi("kpi_5m"), kpis), Table.kpi("kpi_5m"));
-        System.out.printf("  kpi_5m (stream rows) %s..%s in %.1f s%n", from, to, (System.currentTimeMillis() - t0) / 1000.0);
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+            io.tidemark.lakehouse.pipeline.KpiAggregation kpi = new io.tidemark.lakehouse.pipeline.KpiAggregation(t, pipeline.events().eventTime());
+            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, io.tidemark.lakehouse.Watermark.NONE)
+                    .withColumn("is_final", lit(true))
+                    .withColumn("source", lit("stream"))
+                    .withColumn("stream_batch_id", lit(0L)));
+            l.append(asTable(spark, l, Table.kpi(t.name()), kpis), Table.kpi(t.name()));
+        }
+        System.out.printf("  %s (stream rows) %s..%s in %.1f s%n", String.join(", ", l.kpiTables().stream().map(Table::tableName).toList()),
+                from, to, (System.currentTimeMillis() - t0) / 1000.0);
     }
 
-    /** One progress row whose next watermark (10 minutes into the next day) closes the target day. */
+    /** One progress row whose next watermark (10 minutes past the end of the day's last window) closes the target day. */
     static void writeProgress(SparkSession spark, Lakehouse l) {
-        Instant wm = TARGET.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().plusSeconds(600);
+        java.time.Duration spill = l.pipeline().daySpill();
+        Instant wm = TARGET.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().plus(spill).plusSeconds(600);
         Timestamp now = Timestamp.from(Instant.now());
         java.util.Map<String, Object> v = new java.util.HashMap<>(java.util.Map.of("batch_id", 1_000_000L, "query_id", "bench",
                 "watermark", Timestamp.from(wm.minusSeconds(60)), "next_watermark", Timestamp.from(wm),
@@ -314,7 +398,7 @@ public final class ReconcileBenchmark {
                 "records_in", 0L, "on_time", 0L, "late", 0L, "invalid", 0L));
         v.putAll(java.util.Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
                 "write_ms", 0L, "freshness_ms", 0L, io.tidemark.lakehouse.ClosedDays.COLUMN,
-                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.Watermark.of(wm)).lastClosed().orElseThrow())));
+                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.Watermark.of(wm), spill).lastClosed().orElseThrow())));
         v.put("batch_ts", now);
         v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);
@@ -331,8 +415,7 @@ public final class ReconcileBenchmark {
         return rows.select(cols.toArray(Column[]::new));
     }
 
-    static String describe(SparkSession spark, Path lakehouse) {
-        Lakehouse l = new Lakehouse(lakehouse.toString());
+    static String describe(SparkSession spark, Lakehouse l) {
         Row d = spark.sql("DESCRIBE DETAIL " + l.ref(Table.RAW_EVENTS)).select("numFiles", "sizeInBytes").first();
         Row c = l.read(spark, Table.RAW_EVENTS).agg(count(lit(1)), expr("count(DISTINCT event_date)")).first();
         return String.format("raw_events %,d events in %,d days, %,d files, %,d MB", c.getLong(0), c.getLong(1), d.getLong(0),

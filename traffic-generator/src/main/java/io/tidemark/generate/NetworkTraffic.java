@@ -30,6 +30,19 @@ final class NetworkTraffic extends ProfileTraffic {
     /** The event table's columns, in the order they are written. */
     static final List<String> FIELDS = List.of("subscriber_id", "cell_site_id", "event_ts", "volume_gb");
 
+    /**
+     * {@link TrafficProfile#sparkColumns}: about 2,000 cells, subscribers Zipf-like over about 1 M ids
+     * (P(k) ~ 1/k), volumes up to 0.05 GB with 9 decimals.
+     */
+    static List<String> sparkColumns(long d, String eventTime) {
+        return List.of(
+                "concat('sub-', lpad(CAST(CAST(floor(pow(1000000.0D, pmod(xxhash64(id, " + d + "L, 'sub'), 1000000007L) / 1000000007.0D)) "
+                        + "AS BIGINT) AS STRING), 7, '0')) AS subscriber_id",
+                "concat('cell-', lpad(CAST(pmod(xxhash64(id, " + d + "L, 'cell'), 2000) AS STRING), 4, '0')) AS cell_site_id",
+                eventTime + " AS event_ts",
+                "pmod(xxhash64(id, " + d + "L, 'vol'), 50000000L) / 1000000000.0D AS volume_gb");
+    }
+
     private static final int SUBSCRIBER = 0;
     private static final int CELL = 1;
     private static final int EVENT_TS = 2;

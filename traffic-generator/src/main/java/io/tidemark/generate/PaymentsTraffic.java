@@ -41,6 +41,36 @@ final class PaymentsTraffic extends ProfileTraffic {
     static final List<String> STATUSES = List.of("approved", "declined", "refunded");
     static final int[] STATUS_PERCENT = {90, 8, 2};
 
+    /**
+     * {@link TrafficProfile#sparkColumns}: merchants Zipf-like over about 20,000 ids, card holders over
+     * about 1 M, the ten countries and three statuses in their weights, amounts log-uniform from 0.01
+     * to about 5,000.00.
+     */
+    static List<String> sparkColumns(long d, String eventTime) {
+        return List.of(
+                "concat('txn-', lpad(hex(xxhash64(id, " + d + "L, 'txn')), 16, '0')) AS txn_id",
+                "concat('usr-', lpad(CAST(CAST(floor(pow(1000000.0D, pmod(xxhash64(id, " + d + "L, 'usr'), 1000000007L) / 1000000007.0D)) "
+                        + "AS BIGINT) AS STRING), 7, '0')) AS user_id",
+                "concat('mer-', lpad(CAST(CAST(floor(pow(20000.0D, pmod(xxhash64(id, " + d + "L, 'mer'), 1000000007L) / 1000000007.0D)) "
+                        + "AS BIGINT) AS STRING), 5, '0')) AS merchant_id",
+                "element_at(array(" + weighted(COUNTRIES, COUNTRY_PERCENT) + "), CAST(pmod(xxhash64(id, " + d + "L, 'cty'), 100) AS INT) + 1) AS country",
+                "CAST(greatest(0.01D, round(pow(10.0D, pmod(xxhash64(id, " + d + "L, 'amt'), 1000000007L) / 1000000007.0D * 5.7D - 2.0D), 2)) "
+                        + "AS DECIMAL(12,2)) AS amount",
+                "element_at(array(" + weighted(STATUSES, STATUS_PERCENT) + "), CAST(pmod(xxhash64(id, " + d + "L, 'sts'), 100) AS INT) + 1) AS status",
+                eventTime + " AS ts");
+    }
+
+    /** Each value as a SQL literal, repeated its weight in percent times: 100 entries. */
+    private static String weighted(List<String> values, int[] percent) {
+        List<String> out = new java.util.ArrayList<>();
+        for (int i = 0; i < values.size(); i++) {
+            for (int k = 0; k < percent[i]; k++) {
+                out.add("'" + values.get(i) + "'");
+            }
+        }
+        return String.join(", ", out);
+    }
+
     private static final int TXN = 0;
     private static final int USER = 1;
     private static final int MERCHANT = 2;

@@ -45,6 +45,18 @@ public enum TrafficProfile {
         return this == NETWORK ? NetworkTraffic.FIELDS : PaymentsTraffic.FIELDS;
     }
 
+    /**
+     * Valid records of this profile at a scale the generator's messages do not reach, for benchmarks
+     * that build a lakehouse with Spark: Spark SQL expressions, one per field ({@code expr AS field},
+     * in {@link #fields()} order), over a range's {@code id} column (0 to {@code n - 1}) for the UTC day
+     * {@code epochDay}. Event time spreads evenly over the day in id order; every other field is a
+     * deterministic hash of (id, day), skewed roughly as the profile's generator skews it.
+     */
+    public List<String> sparkColumns(long epochDay, long n) {
+        String eventTime = "timestamp_micros(" + epochDay * 86_400_000_000L + "L + CAST(floor(id * (86400000000D / " + n + "D)) AS BIGINT))";
+        return this == NETWORK ? NetworkTraffic.sparkColumns(epochDay, eventTime) : PaymentsTraffic.sparkColumns(epochDay, eventTime);
+    }
+
     /** The invalid kinds of this profile, in declaration order. */
     public List<MessageKind> invalidKinds() {
         return MessageKind.invalid(kinds.toArray(new MessageKind[0]));
