@@ -5,9 +5,7 @@ Recomputes closed UTC days from `raw_events` with `io.tidemark.reconcile.Reconci
 (spark-submit of `tidemark-spark-jobs.jar`), replaces their KPI partitions (`source = batch`)
 and fails the run when a day is over the pipeline's drift threshold (the `drift_threshold` option of
 its event table, default 0.01: the job's verdict, `over_threshold`); then compacts the closed days and
-vacuums (`io.tidemark.operations.Maintenance`). The jobs run the pipeline the lakehouse records (the one its
-stream runs, `_tidemark/pipeline.sql`; the shipped network pipeline when it records none); param
-`pipeline` names another file.
+vacuums (`io.tidemark.operations.Maintenance`). The jobs run the pipeline the lakehouse records (its stream's).
 
 1. `validate_params`: refuses, without retries and with a one-line reason, bad dates, an empty range,
    a day the stream has not closed (`stream_progress.last_closed_day`), a `vacuum_retention_hours` below
@@ -90,8 +88,7 @@ def _schedule() -> str | None:
                                            "its last reconcile)."),
         "pipeline": Param(None, type=["null", "string"],
                           description="Pipeline file (absolute path) every job runs, with its drift_threshold; "
-                                      "empty: the pipeline the lakehouse records (its stream's), else the jobs' "
-                                      "pipeline setting (default network)."),
+                                      "empty: the one the lakehouse records (its stream's), else network."),
         "lakehouse": Param(None, type=["null", "string"],
                            description="Lakehouse root (absolute path or URI); empty: Variable tidemark_lakehouse, "
                                        "else env TIDEMARK_LAKEHOUSE."),

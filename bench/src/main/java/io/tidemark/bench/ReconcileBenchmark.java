@@ -253,7 +253,6 @@ public final class ReconcileBenchmark {
         long t0 = System.nanoTime();
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
         String eventTime = pipeline.events().eventTime();
-        long windows = 0;
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
             Dataset<Row> day = lakehouse.read(spark, Table.RAW_EVENTS)
                     .filter(col("event_date").between(lit(Date.valueOf(TARGET)), lit(Date.valueOf(TARGET.plusDays(t.window().tumbling() ? 0 : 1)))));
@@ -263,7 +262,7 @@ public final class ReconcileBenchmark {
             List<Column> keys = new ArrayList<>(List.of(window(col(eventTime), t.window().size().toSeconds() + " seconds",
                     t.window().slide().toSeconds() + " seconds")));
             t.dimensions().forEach(d -> keys.add(col(d.name())));
-            List<Column> measures = t.measures().stream().map(m -> expr(plainExact(m)).as(m.name())).toList();
+            List<Column> measures = t.measures().stream().map(m -> expr(m.writtenExact()).as(m.name())).toList();
             Dataset<Row> kpi = day.groupBy(keys.toArray(Column[]::new))
                     .agg(measures.get(0), measures.subList(1, measures.size()).toArray(Column[]::new))
                     .where(expr("to_date(window.start) = DATE'" + TARGET + "'"));
@@ -277,25 +276,6 @@ public final class ReconcileBenchmark {
             throw new IllegalStateException("plain job counted " + check.getLong(1) + " events, expected " + events);
         }
         return new Run("plain", round, ms, events, load, String.format("%,d windows of %s", check.getLong(0), first.name()));
-    }
-
-    /**
-     * A measure exact, as a user would write it in a batch job: the written aggregate, with the exact
-     * forms of the approximate ones. A FILTER is written into the argument ({@code CASE WHEN}): the
-     * session runs reconcile too, whose sorted aggregation would ignore a FILTER clause (Spark 4.2.0).
-     */
-    static String plainExact(io.tidemark.lakehouse.pipeline.Measure m) {
-        String arg = m.filter() == null ? m.argument() : "CASE WHEN " + m.filter() + " THEN " + (m.argument() == null ? "1" : m.argument()) + " END";
-        return switch (m.kind()) {
-            case COUNT_ALL -> m.filter() == null ? "count(*)" : "count(" + arg + ")";
-            case COUNT -> "count(" + arg + ")";
-            case SUM -> "sum(" + arg + ")";
-            case MIN -> "min(" + arg + ")";
-            case MAX -> "max(" + arg + ")";
-            case AVG -> "avg(" + arg + ")";
-            case APPROX_COUNT_DISTINCT -> "count(DISTINCT " + arg + ")";
-            case PERCENTILE_APPROX -> "percentile(" + arg + ", " + m.quantile() + ")";
-        };
     }
 
     // ------------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ public final class TidemarkConfig {
         KAFKA_BOOTSTRAP("kafka.bootstrap-servers", Type.TEXT, "127.0.0.1:9092", Scope.RUN, "Kafka bootstrap servers"),
         PIPELINE("pipeline", Type.TEXT, "network", Scope.RUN, "the pipeline: the events and the KPIs over them, a shipped one by "
                 + "name (`network`) or a pipeline file (`.sql`, see [pipelines.md](pipelines.md)); a file's event table sets `topic` and "
-                + "`lateness`, and its `kpi_5m` `window`"),
+                + "`lateness`, and its `kpi_5m` `window`. Not set: the pipeline the lakehouse records (its stream's), else `network`"),
         TOPIC("topic", Type.TEXT, "network-events", Scope.QUERY, "the topic events arrive on"),
         LAKEHOUSE("lakehouse", Type.TEXT, "./data/lakehouse", Scope.RUN, "root of the Delta tables (any Hadoop-compatible path)"),
         CHECKPOINT("stream.checkpoint", Type.TEXT, "./data/checkpoints/stream", Scope.RUN, "checkpoint of the streaming query"),

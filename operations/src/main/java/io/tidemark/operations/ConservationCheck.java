@@ -152,14 +152,11 @@ public final class ConservationCheck {
         Dataset<Row> kept = t.where() == null ? raw : raw.where(expr(t.where()));
         Dataset<Row> contributions = KpiAggregation.windowed(kept, pipeline.events().eventTime(), t.window());
         Dataset<Row> lateKeys = late.select("kafka_topic", "kafka_partition", "kafka_offset", "window_start");
-        Dataset<Row> onTime = contributions.join(lateKeys, scala.jdk.javaapi.CollectionConverters.asScala(
-                List.of("kafka_topic", "kafka_partition", "kafka_offset", "window_start")).toSeq(), "left_anti");
+        Dataset<Row> onTime = contributions.join(lateKeys, columns("kafka_topic", "kafka_partition", "kafka_offset", "window_start"), "left_anti");
         Dataset<Row> kpi = lakehouse.read(spark, Table.kpi(name));
         Dataset<Row> batchDays = kpi.where(col("source").equalTo(lit("batch"))).select("event_date").distinct();
-        Dataset<Row> expected = TruthKpis.ofContributions(onTime, t).join(batchDays, scala.jdk.javaapi.CollectionConverters.asScala(
-                        List.of("event_date")).toSeq(), "left_anti")
-                .unionByName(TruthKpis.ofContributions(contributions, t).join(batchDays, scala.jdk.javaapi.CollectionConverters.asScala(
-                        List.of("event_date")).toSeq(), "left_semi"));
+        Dataset<Row> expected = TruthKpis.ofContributions(onTime, t).join(batchDays, columns("event_date"), "left_anti")
+                .unionByName(TruthKpis.ofContributions(contributions, t).join(batchDays, columns("event_date"), "left_semi"));
         kpi.createOrReplaceTempView("cc_kpi");
         expected.createOrReplaceTempView("cc_expected");
         contributions.createOrReplaceTempView("cc_contributions");
@@ -222,5 +219,10 @@ public final class ConservationCheck {
         }
         return new TableFigures(name, t.window().tumbling() && t.where() == null, all, counted, expectedCounted, lateHere, foldedIn, compared.name(),
                 value, expectedValue, differing);
+    }
+
+    /** Join columns, as Spark's Java API takes them. */
+    private static scala.collection.immutable.Seq<String> columns(String... names) {
+        return scala.jdk.javaapi.CollectionConverters.asScala(List.of(names)).toSeq();
     }
 }

@@ -104,17 +104,17 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
             }
         }
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
-        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first0 = pipeline.tables().get(0);
-        io.tidemark.lakehouse.pipeline.Measure m = nowMeasure(first0);
+        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table = pipeline.tables().get(0);
+        io.tidemark.lakehouse.pipeline.Measure m = nowMeasure(table);
         Map<LocalDate, BigDecimal[]> now = new TreeMap<>();
         Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).where("true" + window.where("event_date"));
-        if (first0.where() != null) {
-            raw = raw.where(first0.where());
+        if (table.where() != null) {
+            raw = raw.where(table.where());
         }
-        KpiAggregation.windowed(raw, pipeline.events().eventTime(), first0.window()).where("true" + window.where("event_date"))
+        KpiAggregation.windowed(raw, pipeline.events().eventTime(), table.window()).where("true" + window.where("event_date"))
                 .groupBy("event_date").agg(org.apache.spark.sql.functions.expr("CAST(" + m.exact() + " AS DECIMAL(38,9))"))
                 .collectAsList().forEach(r -> now.computeIfAbsent(r.getDate(0).toLocalDate(), d -> new BigDecimal[2])[0] = r.getDecimal(1));
-        spark.sql("SELECT event_date, CAST(sum(" + m.name() + ") AS DECIMAL(38,9)) FROM " + lakehouse.ref(Table.kpi(first0.name()))
+        spark.sql("SELECT event_date, CAST(sum(" + m.name() + ") AS DECIMAL(38,9)) FROM " + lakehouse.ref(Table.kpi(table.name()))
                 + " WHERE true" + window.where("event_date") + " GROUP BY event_date").collectAsList()
                 .forEach(r -> now.computeIfAbsent(r.getDate(0).toLocalDate(), d -> new BigDecimal[2])[1] = r.getDecimal(1));
         List<DayDrift> drift = new ArrayList<>();
@@ -156,7 +156,7 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
             }
         }
         return new HealthFigures(Instant.now(), lakehouse.root(), drift, late, invalid, timeline, bucketSeconds, states,
-                first0.name() + "." + m.name());
+                table.name() + "." + m.name());
     }
 
     /** A bucket of 10 s, 30 s, 1, 5, 15, 30 min, 1, 3, 6 h: the smallest that keeps the chart within {@link #MAX_BUCKETS} points. */

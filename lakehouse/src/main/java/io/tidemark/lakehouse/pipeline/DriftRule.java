@@ -38,12 +38,8 @@ public record DriftRule(double threshold) {
         if (m.sketched()) {
             return false;
         }
-        BigDecimal s = stream == null ? BigDecimal.ZERO : stream;
-        BigDecimal t = truth == null ? BigDecimal.ZERO : truth;
-        if (t.signum() == 0) {
-            return s.signum() != 0;
-        }
-        return Math.abs(t.subtract(s).doubleValue() / t.doubleValue()) > threshold;
+        Double rel = relative(stream, truth);
+        return rel == null ? stream != null && stream.signum() != 0 : Math.abs(rel) > threshold;
     }
 
     /** (truth - stream) / truth, or null when the truth is zero or absent. */

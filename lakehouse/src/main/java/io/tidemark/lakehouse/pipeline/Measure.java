@@ -90,17 +90,29 @@ public record Measure(String name, Kind kind, String column, String argument, Da
 
     /** What the measure computes as written: {@code sum(amount) FILTER (WHERE status = 'approved')}. */
     public String written() {
-        String call = switch (kind) {
-            case COUNT_ALL -> "count(*)";
-            case COUNT -> "count(" + argument + ")";
-            case SUM -> "sum(" + argument + ")";
-            case MIN -> "min(" + argument + ")";
-            case MAX -> "max(" + argument + ")";
-            case AVG -> "avg(" + argument + ")";
-            case APPROX_COUNT_DISTINCT -> "approx_count_distinct(" + argument + ")";
-            case PERCENTILE_APPROX -> "percentile_approx(" + argument + ", " + quantile + ")";
+        return call(kind == Kind.COUNT_ALL ? "*" : argument, false) + filtered();
+    }
+
+    /**
+     * What a plain batch job would write for the exact value: the aggregate as written, with
+     * {@code count(DISTINCT)} and {@code percentile_disc} for the approximate ones, and the FILTER in the
+     * argument ({@code CASE WHEN}), which every aggregation strategy reads the same way.
+     */
+    public String writtenExact() {
+        return call(kind == Kind.COUNT_ALL ? (filter == null ? "*" : in("1")) : in(argument), true);
+    }
+
+    private String call(String arg, boolean exact) {
+        return switch (kind) {
+            case COUNT_ALL, COUNT -> "count(" + arg + ")";
+            case SUM -> "sum(" + arg + ")";
+            case MIN -> "min(" + arg + ")";
+            case MAX -> "max(" + arg + ")";
+            case AVG -> "avg(" + arg + ")";
+            case APPROX_COUNT_DISTINCT -> (exact ? "count(DISTINCT " : "approx_count_distinct(") + arg + ")";
+            case PERCENTILE_APPROX -> exact ? "percentile_disc(" + quantile + ") WITHIN GROUP (ORDER BY " + arg + ")"
+                    : "percentile_approx(" + arg + ", " + quantile + ")";
         };
-        return call + filtered();
     }
 
     private String filtered() {

@@ -127,6 +127,28 @@ class MeasureFacesTest {
         }
     }
 
+    @Test
+    void whatAPlainBatchJobWritesIsTheExactRecompute() {
+        for (Pipeline.KpiTable t : PAYMENTS.tables()) {
+            List<String> plain = new ArrayList<>();
+            List<String> exact = new ArrayList<>();
+            for (Measure m : t.measures()) {
+                plain.add("CAST(" + m.writtenExact() + " AS " + m.resultType() + ") AS " + m.name());
+                exact.add("CAST(" + m.exact() + " AS " + m.resultType() + ") AS " + m.name());
+            }
+            String where = t.where() == null ? "" : " WHERE " + t.where();
+            String order = " GROUP BY " + dims(t) + " ORDER BY " + dims(t);
+            List<String> byPlain = spark.sql("SELECT " + dims(t) + ", " + String.join(", ", plain) + " FROM all_rows" + where + order)
+                    .collectAsList().stream().map(Row::toString).toList();
+            assertThat(byPlain).as("%s", t.name()).hasSize(t.name().equals("merchant_1m") ? 4 : 2).isEqualTo(
+                    spark.sql("SELECT " + dims(t) + ", " + String.join(", ", exact) + " FROM all_rows" + where + order)
+                            .collectAsList().stream().map(Row::toString).toList());
+        }
+        Measure declined = PAYMENTS.table("merchant_1m").orElseThrow().measures().stream().filter(m -> m.name().equals("declined"))
+                .findFirst().orElseThrow();
+        assertThat(declined.writtenExact()).isEqualTo("count(CASE WHEN status = 'declined' THEN 1 END)");
+    }
+
     private static Object[] values(Row r) {
         Object[] out = new Object[r.size()];
         for (int i = 0; i < out.length; i++) {
