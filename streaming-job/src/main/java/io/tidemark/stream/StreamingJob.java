@@ -96,6 +96,13 @@ public final class StreamingJob {
         // Unique per record as well: a dictionary is attempted, then abandoned, on every file.
         spark.conf().set("parquet.enable.dictionary#kafka_offset", "false");
         spark.conf().set("parquet.enable.dictionary#event_ts", "false");
+        // A KPI row's sketch (HLL, KLL) is bytes of its own: no dictionary to build, no min/max to compare; nobody filters on them.
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
+            t.measures().stream().filter(io.tidemark.lakehouse.pipeline.Measure::sketched).forEach(m -> {
+                spark.conf().set("parquet.enable.dictionary#" + m.sketch(), "false");
+                spark.conf().set("parquet.column.statistics.enabled#" + m.sketch(), "false");
+            });
+        }
         // The KPI rewrite replaces the open windows with rows built from the same windows it names in
         // its replaceWhere predicate: Delta's check that every new row matches the predicate is a Spark
         // job per batch that cannot fail here.
