@@ -56,8 +56,7 @@ import io.tidemark.reconcile.ReconcileResult;
  * The batch layer's cost: reconcile of one closed day of {@code --day-events} events (a) with one day
  * of history in the tables against thirty, and (b) against a plain Spark job over the same day's
  * files (partition filter; per KPI table of the pipeline, a group-by to its windows and dimensions
- * with each measure exact as a user would write it: {@code count(DISTINCT)} for a distinct count,
- * {@code percentile} for a quantile; plain Delta overwrite). The three runs go round-robin,
+ * with each measure exact as a user would write it ({@link io.tidemark.lakehouse.pipeline.Measure#writtenExact}); plain Delta overwrite). The three runs go round-robin,
  * {@code --rounds} times.
  *
  * <p>The lakehouses are generated with Spark from deterministic synthetic data of the pipeline's
@@ -224,8 +223,7 @@ public final class ReconcileBenchmark {
         }
         io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = l.pipeline().tables().get(0);
         String records = first.recordCount().orElseThrow().name();
-        String compared = first.measures().stream().filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.SUM).findFirst()
-                .map(io.tidemark.lakehouse.pipeline.Measure::name).orElse(records);
+        String compared = first.headline().name();
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         long t0 = System.nanoTime();
         ReconcileResult result = new ReconcileJob(spark, config, new PrintStream(buf, true, StandardCharsets.UTF_8))

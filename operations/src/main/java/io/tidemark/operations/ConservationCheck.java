@@ -164,7 +164,7 @@ public final class ConservationCheck {
         batchDays.createOrReplaceTempView("cc_batch_days");
 
         String records = t.recordCount().orElseThrow().name();
-        Measure compared = t.measures().stream().filter(m -> m.kind() == Measure.Kind.SUM).findFirst().orElse(t.recordCount().orElseThrow());
+        Measure compared = t.headline();
         List<String> keys = new ArrayList<>(List.of("event_date", "window_start"));
         t.dimensions().forEach(d -> keys.add(d.name()));
         List<String> differs = new ArrayList<>(List.of("k.window_end IS DISTINCT FROM e.window_end"));

@@ -54,15 +54,6 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         }
     }
 
-    /**
-     * The measure "drift now" compares: the first KPI table's first sum (network: total_gb, the volume), else its record count.
-     * Additive, so the day's value is the sum of its rows' and can be recomputed from raw_events the same way.
-     */
-    static io.tidemark.lakehouse.pipeline.Measure nowMeasure(io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t) {
-        return t.measures().stream().filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.SUM).findFirst()
-                .orElseGet(() -> t.recordCount().orElseThrow());
-    }
-
     /** Late records of an event day and how late: late_by_ms quantiles. */
     public record LateDay(LocalDate day, long records, long p50Ms, long p95Ms, long maxMs) {
     }
@@ -105,7 +96,7 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         }
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
         io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table = pipeline.tables().get(0);
-        io.tidemark.lakehouse.pipeline.Measure m = nowMeasure(table);
+        io.tidemark.lakehouse.pipeline.Measure m = table.headline();
         Map<LocalDate, BigDecimal[]> now = new TreeMap<>();
         Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).where("true" + window.where("event_date"));
         if (table.where() != null) {

@@ -211,6 +211,15 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
 
         /**
+         * The one additive measure a single-figure check compares (conservation's sum, the report's
+         * "drift now", the reconcile benchmark's drift): the first sum (network: total_gb), else the
+         * record count. Additive, so a day's value is the sum of its rows' and recomputes from raw_events.
+         */
+        public Measure headline() {
+            return measures.stream().filter(m -> m.kind() == Measure.Kind.SUM).findFirst().orElseGet(() -> recordCount().orElseThrow());
+        }
+
+        /**
          * The table's columns, as {@code name TYPE}: window bounds, dimensions, each measure's stored
          * columns, then Tidemark's own (is_final, source, updated_at, the stream's batch, event_date).
          */
