@@ -42,6 +42,11 @@ public final class SparkSessions {
                 // truth: repartitioned and sorted by window and dimensions), aggregate in one sorted pass
                 // instead of a hash map per task; an object aggregate (collect_set) otherwise pays for both.
                 .config("spark.sql.execution.replaceHashWithSortAgg", "true")
+                // Compiled code is cached by its source, 100 classes by default: a stream's batch compiles
+                // more than that (its stages, Delta's commit and snapshot work), so each batch evicted and
+                // compiled again the classes the previous one had (half the compile time of a batch,
+                // bench/RESULTS.md). A class is some tens of KB.
+                .config("spark.sql.codegen.cache.maxEntries", "2000")
                 .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
                 .config("spark.sql.adaptive.enabled", "true");
         // On one machine, file: paths without a process per file written (LocalDisk). Not on a cluster:

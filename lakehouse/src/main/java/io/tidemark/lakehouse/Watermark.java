@@ -70,12 +70,12 @@ public final class Watermark {
 
     /** {@link #closes(long)} as a Spark column over a TIMESTAMP column of window ends. */
     public Column closes(Column end) {
-        return end.leq(literal());
+        return end.leq(column());
     }
 
-    /** The watermark as a TIMESTAMP literal. */
-    public Column literal() {
-        return expr("timestamp_millis(" + millis + "L)");
+    /** The watermark as a TIMESTAMP column, kept out of Spark's generated code ({@link BatchConstant}). */
+    public Column column() {
+        return org.apache.spark.sql.functions.timestamp_millis(BatchConstant.of(millis));
     }
 
     /** Whether the UTC day is closed: its end is at or before a recorded watermark. */

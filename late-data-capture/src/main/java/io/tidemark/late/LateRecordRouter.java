@@ -11,6 +11,7 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
+import io.tidemark.lakehouse.BatchConstant;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
@@ -64,9 +65,9 @@ public final class LateRecordRouter {
             pipeline.events().columns().forEach(c -> columns.add(col(c.name())));
             columns.addAll(List.of(
                     col("window_start"), col("window_end"),
-                    watermark.literal().as("watermark"),
-                    lit(watermarkMs).minus(expr("unix_millis(window_end)")).as("late_by_ms"),
-                    lit(batchId).as("batch_id"),
+                    watermark.column().as("watermark"),
+                    BatchConstant.of(watermarkMs).minus(expr("unix_millis(window_end)")).as("late_by_ms"),
+                    BatchConstant.of(batchId).as("batch_id"),
                     col("kafka_topic"), col("kafka_partition"), col("kafka_offset"),
                     col("ingest_ts").as("arrival_ts"),
                     col("event_date"),

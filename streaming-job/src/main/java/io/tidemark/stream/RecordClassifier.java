@@ -21,6 +21,7 @@ import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
+import io.tidemark.lakehouse.BatchConstant;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
@@ -134,7 +135,7 @@ public final class RecordClassifier {
         List<Column> columns = new ArrayList<>();
         events.columns().forEach(c -> columns.add(col(c.name())));
         columns.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("ingest_ts"),
-                col("is_late"), lit(batchId).as("batch_id"), expr("to_date(" + events.eventTime() + ")").as("event_date")));
+                col("is_late"), BatchConstant.of(batchId).as("batch_id"), expr("to_date(" + events.eventTime() + ")").as("event_date")));
         return classified.filter(col("reason").isNull()).select(columns.toArray(Column[]::new));
     }
 
@@ -142,7 +143,7 @@ public final class RecordClassifier {
     public static Dataset<Row> deadLetters(Dataset<Row> classified, long batchId) {
         return classified.filter(col("reason").isNotNull()).select(
                 col("reason"), col("detail"), col("raw_bytes"), col("raw_text"), col("message_bytes"), col("kafka_key"),
-                col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), lit(batchId).as("batch_id"),
+                col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), BatchConstant.of(batchId).as("batch_id"),
                 col("ingest_ts").as("arrival_ts"), expr("to_date(ingest_ts)").as("arrival_date"));
     }
 
