@@ -52,8 +52,8 @@ final class PipelineCommand extends TidemarkCommand {
             Pipeline p = read();
             say("%s: valid", file);
             Pipeline.EventTable e = p.events();
-            say("events %s: topic '%s' (%s), event time %s, lateness %s", e.name(), e.topic(), e.format(), e.eventTime(),
-                    Formats.duration(e.lateness()));
+            say("events %s: topic '%s' (%s), event time %s, lateness %s", e.name(), e.topic(), e.format().equals("avro")
+                    ? "avro, writer schemas from " + e.schemaRegistry() : e.format(), e.eventTime(), Formats.duration(e.lateness()));
             say("  columns: %s", String.join(", ", e.columns().stream().map(Object::toString).toList()));
             if (e.checks().isEmpty()) {
                 say("  checks: none");

@@ -62,6 +62,8 @@ public final class EventDecoder implements Serializable {
     private final long clockSkewMicros;
     private final long maxAgeMicros;
     private transient JsonFactory json;
+    /** The Avro reader for {@code format 'avro'}; null for JSON. */
+    private final AvroEvents avro;
 
     /**
      * @param clockSkewMicros how far the event time may be ahead of the Kafka timestamp
@@ -86,6 +88,16 @@ public final class EventDecoder implements Serializable {
         this.maxMessageBytes = maxMessageBytes;
         this.clockSkewMicros = clockSkewMicros;
         this.maxAgeMicros = maxAgeMicros;
+        this.avro = events.format().equals("avro")
+                ? new AvroEvents(names, types, notNull, et, new SchemaRegistry(events.schemaRegistry(), REGISTRY_WAIT)) : null;
+    }
+
+    /** How long an Avro lookup waits for a schema registry that does not answer before the batch fails. */
+    static final java.time.Duration REGISTRY_WAIT = java.time.Duration.ofMinutes(30);
+
+    /** Whether messages are Avro ({@code format 'avro'}): then {@link Decoded#payload} is the record as JSON. */
+    public boolean avro() {
+        return avro != null;
     }
 
     /** The declared columns' names, in order: {@link Decoded#values} holds one value for each. */
@@ -112,6 +124,8 @@ public final class EventDecoder implements Serializable {
         public Object[] values;
         /** The event time in epoch microseconds, when it parsed. */
         public long eventMicros;
+        /** For Avro: the record as its writer schema holds it, in Avro's JSON rendering (raw_events.payload); null for JSON. */
+        public String payload;
 
         boolean invalid(InvalidReason r, String d) {
             reason = r.name();
@@ -145,6 +159,33 @@ public final class EventDecoder implements Serializable {
         if (value.length > maxMessageBytes) {
             return out.invalid(InvalidReason.OVERSIZED, "message is " + value.length + " bytes, more than max-message-bytes " + maxMessageBytes);
         }
+        Object[] values = new Object[names.length];
+        if (!(avro != null ? avro.read(value, values, out) : readJson(value, values, out))) {
+            return false;
+        }
+        out.reason = null;
+        out.detail = null;
+        out.values = values;
+        if (values[eventTime] != null) {
+            long micros = out.eventMicros;
+            String ts = names[eventTime] + " " + values[eventTime];
+            if (micros - ingestMicros > clockSkewMicros) {
+                out.defer(InvalidReason.FUTURE_EVENT_TIME, ts + " is " + ((micros - ingestMicros) / 1_000_000)
+                        + " s ahead of the Kafka timestamp; allowed clock skew is " + (clockSkewMicros / 1_000_000) + " s");
+            } else if (ingestMicros - micros > maxAgeMicros) {
+                out.defer(InvalidReason.PAST_EVENT_TIME, ts + " is " + ((ingestMicros - micros) / 86_400_000_000L)
+                        + " days before the Kafka timestamp; max-event-age is " + (maxAgeMicros / 86_400_000_000L) + " days");
+            }
+            // A record out of range keeps no value for its event time: nothing downstream may place it in a window.
+            if (out.deferred != null) {
+                values[eventTime] = null;
+            }
+        }
+        return true;
+    }
+
+    /** A JSON message into {@code values}: false with the reason in {@code out} when it is not an event. */
+    private boolean readJson(byte[] value, Object[] values, Decoded out) {
         String utf8Error = utf8Error(value);
         if (utf8Error != null) {
             return out.invalid(InvalidReason.NOT_UTF8, utf8Error);
@@ -154,7 +195,6 @@ public final class EventDecoder implements Serializable {
                     .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // NaN/Infinity: a CHECK's problem, not a syntax one
                     .build();
         }
-        Object[] values = new Object[names.length];
         boolean[] seen = new boolean[names.length];
         try (JsonParser p = json.createParser(value)) {
             JsonToken first = p.nextToken();
@@ -200,24 +240,6 @@ public final class EventDecoder implements Serializable {
         for (int i = 0; i < names.length; i++) {
             if (notNull[i] && !seen[i]) {
                 return out.invalid(InvalidReason.MISSING_FIELD, names[i] + " is missing");
-            }
-        }
-        out.reason = null;
-        out.detail = null;
-        out.values = values;
-        if (values[eventTime] != null) {
-            long micros = out.eventMicros;
-            String ts = names[eventTime] + " " + values[eventTime];
-            if (micros - ingestMicros > clockSkewMicros) {
-                out.defer(InvalidReason.FUTURE_EVENT_TIME, ts + " is " + ((micros - ingestMicros) / 1_000_000)
-                        + " s ahead of the Kafka timestamp; allowed clock skew is " + (clockSkewMicros / 1_000_000) + " s");
-            } else if (ingestMicros - micros > maxAgeMicros) {
-                out.defer(InvalidReason.PAST_EVENT_TIME, ts + " is " + ((ingestMicros - micros) / 86_400_000_000L)
-                        + " days before the Kafka timestamp; max-event-age is " + (maxAgeMicros / 86_400_000_000L) + " days");
-            }
-            // A record out of range keeps no value for its event time: nothing downstream may place it in a window.
-            if (out.deferred != null) {
-                values[eventTime] = null;
             }
         }
         return true;
@@ -272,15 +294,7 @@ public final class EventDecoder implements Serializable {
             if (!number || p.getNumberType() == JsonParser.NumberType.DOUBLE && !Double.isFinite(p.getDoubleValue())) {
                 return wrongType(out, name, v, "a number");
             }
-            BigDecimal d = p.getDecimalValue();
-            if (d.stripTrailingZeros().scale() > dt.scale()) {
-                return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + d.toPlainString() + ", more decimals than " + dt.sql() + " holds");
-            }
-            d = d.setScale(dt.scale());
-            if (d.precision() > dt.precision()) {
-                return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + d.toPlainString() + ", too large for " + dt.sql());
-            }
-            values[i] = d;
+            return fitDecimal(name, p.getDecimalValue(), dt, values, i, out);
         } else if (type instanceof TimestampType || type instanceof DateType) {
             if (v != JsonToken.VALUE_STRING) {
                 return wrongType(out, name, v, "a string");
@@ -303,6 +317,22 @@ public final class EventDecoder implements Serializable {
         } else {
             throw new IllegalStateException("no JSON decoding for " + type.sql());
         }
+        return true;
+    }
+
+    /**
+     * A decimal taken exactly as its column holds it, in {@code values[i]}: false with WRONG_TYPE when it
+     * has more decimals than the column's scale or, at that scale, more digits than its precision.
+     */
+    static boolean fitDecimal(String name, BigDecimal d, DecimalType dt, Object[] values, int i, Decoded out) {
+        if (d.stripTrailingZeros().scale() > dt.scale()) {
+            return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + d.toPlainString() + ", more decimals than " + dt.sql() + " holds");
+        }
+        BigDecimal scaled = d.setScale(dt.scale());
+        if (scaled.precision() > dt.precision()) {
+            return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + scaled.toPlainString() + ", too large for " + dt.sql());
+        }
+        values[i] = scaled;
         return true;
     }
 

@@ -16,13 +16,21 @@ public enum InvalidReason {
     NOT_UTF8,
     /** Not parseable JSON (truncated, plain text, binary, trailing garbage). */
     NOT_JSON,
+    /** {@code format 'avro'}: no Confluent wire-format header (a 0 byte, then a 4-byte schema id). */
+    NOT_AVRO,
+    /** {@code format 'avro'}: the header's schema id is not in the schema registry. */
+    UNKNOWN_SCHEMA,
+    /** {@code format 'avro'}: the writer schema cannot be read as the declared columns (a field of another type). */
+    SCHEMA_MISMATCH,
+    /** {@code format 'avro'}: the bytes after the header do not decode with their writer schema (truncated, corrupt, trailing bytes). */
+    BAD_AVRO,
     /** Valid JSON, but not an object (array, number, string). */
     NOT_AN_OBJECT,
     /** A declared field appears twice: which one counts would be a guess. */
     DUPLICATE_FIELD,
-    /** A NOT NULL field is absent. */
+    /** A NOT NULL field is absent (from the JSON object, or from the Avro writer schema). */
     MISSING_FIELD,
-    /** A NOT NULL field is JSON null. */
+    /** A NOT NULL field is null. */
     NULL_FIELD,
     /** A field has the wrong JSON type (e.g. a DOUBLE field as a string), or a number its column cannot hold. */
     WRONG_TYPE,

@@ -45,6 +45,8 @@ public final class RecordClassifier {
     private final Column detail;
     private final int maxMessageBytes;
     private final UserDefinedFunction decode;
+    /** {@code format 'avro'}: the payload comes from the decoder. */
+    private final boolean avro;
 
     /**
      * @param pipeline its event table's columns are decoded, its CHECKs give the reasons; its KPI
@@ -62,6 +64,11 @@ public final class RecordClassifier {
                 .add("_deferred_detail", DataTypes.StringType);
         for (int i = 0; i < decoder.columns().size(); i++) {
             decoded = decoded.add(decoder.columns().get(i), decoder.types().get(i));
+        }
+        // Avro: raw_events.payload is the record as its writer schema holds it, rendered as JSON by Avro (the bytes are not text).
+        this.avro = decoder.avro();
+        if (avro) {
+            decoded = decoded.add("_payload", DataTypes.StringType);
         }
         // The decoder's reason first, then the first CHECK the record breaks, then the decoder's deferred one.
         StringBuilder checkReason = new StringBuilder("CASE");
@@ -84,6 +91,9 @@ public final class RecordClassifier {
             out[3] = r.deferredDetail;
             if (r.reason == null) {
                 System.arraycopy(r.values, 0, out, 4, r.values.length);
+                if (r.payload != null) {
+                    out[width - 1] = r.payload;
+                }
             }
             return RowFactory.create(out);
         }, decoded)
@@ -110,24 +120,25 @@ public final class RecordClassifier {
         for (Pipeline.Column c : events.columns()) {
             flat.add(col("d").getField(c.name()).as(c.name()));
         }
+        flat.add((avro ? col("d._payload") : col("value").cast("string")).as("decoded_payload"));
         Dataset<Row> checked = decoded.select(flat.toArray(Column[]::new))
                 .withColumn("reason", reason)
                 .withColumn("detail", detail)
                 .drop("decode_reason", "decode_detail", "deferred_reason", "deferred_detail");
         List<String> order = new ArrayList<>(List.of("kafka_topic", "kafka_partition", "kafka_offset", "kafka_key", "ingest_ts", "value", "reason",
-                "detail"));
+                "detail", "decoded_payload"));
         order.addAll(eventColumns());
         checked = checked.selectExpr(order.stream().map(c -> "`" + c + "`").toArray(String[]::new));
         Column valid = col("reason").isNull();
         Dataset<Row> marked = LateRecordRouter.markLate(checked, pipeline, watermarkMs);
         return marked
                 .withColumn("is_late", when(valid, col("is_late")))
-                .withColumn("payload", when(valid, col("value").cast("string")))
+                .withColumn("payload", when(valid, col("decoded_payload")))
                 .withColumn("message_bytes", expr("coalesce(length(value), 0)"))
                 .withColumn("raw_bytes", when(col("reason").isNotNull(),
                         expr("CASE WHEN length(value) > " + maxMessageBytes + " THEN substring(value, 1, " + maxMessageBytes + ") ELSE value END")))
                 .withColumn("raw_text", when(col("reason").isNotNull(), expr("try_validate_utf8(CAST(raw_bytes AS STRING))")))
-                .drop("value");
+                .drop("value", "decoded_payload");
     }
 
     /** Rows for {@code raw_events}: the event's columns, the message, where it came from and when. */

@@ -138,6 +138,13 @@ public final class StreamingJob {
         QueryDefinition.verify(spark, config, StreamCheckpoint.pendingBatch(config.checkpointUri(), spark.sparkContext().hadoopConfiguration()));
         StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name);
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        if (pipeline.events().format().equals("avro")) {
+            // Down or mistyped at start is an error; down later makes the batches wait for it (SchemaRegistry).
+            new SchemaRegistry(pipeline.events().schemaRegistry(), EventDecoder.REGISTRY_WAIT).unreachable().ifPresent(why -> {
+                throw new io.tidemark.lakehouse.RequestRefusedException(why + "; start it, or correct schema_registry in " + pipeline.file());
+            });
+        }
     }
 
     /**

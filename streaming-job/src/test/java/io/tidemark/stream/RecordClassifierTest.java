@@ -218,4 +218,43 @@ class RecordClassifierTest {
                 row("CHECK non_finite_volume (NOT isnan(volume_gb) AND abs(volume_gb) < double('infinity')) is false for volume_gb = NaN"),
                 row("event_ts 'yesterday': expected ISO-8601 like 2026-11-29T14:03:12.345Z"));
     }
+
+    /**
+     * Avro events (AvroEventsTest's two writer schemas, from schema files) through the classifier: the
+     * valid rows carry the declared columns and Avro's JSON of the record as payload, a CHECK still names
+     * its record, and the decoder's reasons reach dead_letter's columns with the bytes kept.
+     */
+    @Test
+    void avroEventsAreClassifiedAsTheirJsonTwinsAre(@org.junit.jupiter.api.io.TempDir java.nio.file.Path schemas) throws Exception {
+        java.nio.file.Files.writeString(schemas.resolve("1.avsc"), AvroEventsTest.V1);
+        java.nio.file.Files.writeString(schemas.resolve("2.avsc"), AvroEventsTest.V2);
+        Pipeline orders = io.tidemark.lakehouse.pipeline.PipelineParser.parse("orders.sql", AvroEventsTest.pipeline(schemas.toString()));
+        RecordClassifier avro = new RecordClassifier(orders, 1024, Duration.ofMinutes(5), Duration.ofDays(7));
+        long ts = t("2026-11-29T14:12:30Z").toEpochMilli();
+        List<byte[]> messages = List.of(
+                AvroEventsTest.wire(1, AvroEventsTest.V1, "id", "o-1", "n", 7, "amount", new BigDecimal("12.50"), "ts", ts, "note", "hi"),
+                AvroEventsTest.wire(2, AvroEventsTest.V2, "id", "o-2", "n", 8L, "amount", new BigDecimal("1.500"), "ts", ts * 1000, "channel", "app"),
+                AvroEventsTest.wire(1, AvroEventsTest.V1, "id", "o-3", "n", 1, "amount", new BigDecimal("-2.00"), "ts", ts),
+                AvroEventsTest.wire(7, AvroEventsTest.V1, "id", "o-4", "n", 1, "amount", new BigDecimal("2.00"), "ts", ts),
+                "{\"id\": 1}".getBytes(StandardCharsets.UTF_8));
+        List<Row> kafka = new ArrayList<>();
+        for (int i = 0; i < messages.size(); i++) {
+            kafka.add(RowFactory.create(null, messages.get(i), "orders", 0, (long) i, t("2026-11-29T14:13:00Z")));
+        }
+        Dataset<Row> classified = avro.classify(spark.createDataFrame(kafka, KAFKA), WATERMARK_MS).orderBy("kafka_offset").cache();
+        assertThat(values(classified.select("reason", "id", "n", "amount", "ts", "note", "is_late"))).containsExactly(
+                row(null, "o-1", 7L, new BigDecimal("12.50"), t("2026-11-29T14:12:30Z"), "hi", false),
+                row(null, "o-2", 8L, new BigDecimal("1.50"), t("2026-11-29T14:12:30Z"), null, false),
+                row("POSITIVE_AMOUNT", "o-3", 1L, new BigDecimal("-2.00"), t("2026-11-29T14:12:30Z"), null, null),
+                row("UNKNOWN_SCHEMA", null, null, null, null, null, null),
+                row("NOT_AVRO", null, null, null, null, null, null));
+        assertThat(values(classified.where("reason IS NULL").select("payload"))).containsExactly(
+                row("{\"id\": \"o-1\", \"n\": 7, \"amount\": 12.50, \"ts\": \"2026-11-29T14:12:30Z\", \"note\": \"hi\"}"),
+                row("{\"id\": \"o-2\", \"n\": 8, \"amount\": 1.500, \"ts\": \"2026-11-29T14:12:30Z\", \"channel\": \"app\"}"));
+        List<Row> dead = classified.where("reason IS NOT NULL").select("raw_bytes", "detail").collectAsList();
+        assertThat((byte[]) dead.get(1).get(0)).isEqualTo(messages.get(3));
+        assertThat(dead.get(0).getString(1)).isEqualTo("CHECK positive_amount (amount > 0) is false for amount = -2.00");
+        assertThat(dead.get(1).getString(1)).isEqualTo("schema id 7 is not in the schema registry " + schemas);
+        classified.unpersist();
+    }
 }

@@ -57,7 +57,8 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
         Pipeline p = PipelineParser.shipped(PipelineParser.DEFAULT);
         EventTable e = p.events();
-        EventTable events = new EventTable(e.name(), e.columns(), e.checks(), config.topic(), e.format(), e.eventTime(), config.lateness(), e.at());
+        EventTable events = new EventTable(e.name(), e.columns(), e.checks(), config.topic(), e.format(), e.schemaRegistry(), e.eventTime(), config.lateness(),
+                e.at());
         Window window = new Window(config.window(), config.window());
         List<KpiTable> tables = p.tables().stream()
                 .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.at())).toList();
@@ -139,11 +140,14 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
     /**
      * The events: {@code CREATE TABLE name (...) USING kafka OPTIONS (...)}.
      *
-     * @param eventTime the TIMESTAMP column whose value places a record in its windows
-     * @param lateness  how far the watermark trails the newest event time
+     * @param format         {@code json} or {@code avro} (Confluent's wire format)
+     * @param schemaRegistry for {@code avro}: where the writer schemas are found by id, a Confluent-compatible registry's URL or
+     *                       a directory of {@code <id>.avsc} files; null for {@code json}
+     * @param eventTime      the TIMESTAMP column whose value places a record in its windows
+     * @param lateness       how far the watermark trails the newest event time
      */
-    public record EventTable(String name, List<Column> columns, List<Check> checks, String topic, String format, String eventTime,
-                             Duration lateness, Position at) {
+    public record EventTable(String name, List<Column> columns, List<Check> checks, String topic, String format, String schemaRegistry,
+                             String eventTime, Duration lateness, Position at) {
         public EventTable {
             columns = List.copyOf(columns);
             checks = List.copyOf(checks);

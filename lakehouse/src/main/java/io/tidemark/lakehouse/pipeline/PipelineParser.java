@@ -85,7 +85,9 @@ public final class PipelineParser {
 
     static {
         EVENT_OPTIONS.put("topic", "the Kafka topic the events arrive on (required)");
-        EVENT_OPTIONS.put("format", "'json' (the default)");
+        EVENT_OPTIONS.put("format", "'json' (the default) or 'avro' (Confluent's wire format: a 0 byte, the schema id, Avro binary)");
+        EVENT_OPTIONS.put("schema_registry", "for format 'avro': a Confluent-compatible schema registry's URL (http://host:8081), or the "
+                + "absolute path of a directory of <id>.avsc files");
         EVENT_OPTIONS.put("event_time", "the TIMESTAMP column that places a record in its windows (required)");
         EVENT_OPTIONS.put("lateness", "how far the watermark trails the newest event time, e.g. '10 minutes' (required)");
         EVENT_OPTIONS.put("drift_threshold", "relative drift above which a reconciled window is reported (default 0.01)");
@@ -476,9 +478,25 @@ public final class PipelineParser {
         Position start = statementStart();
         String topic = required(options, "topic", start, "topic 'my-events'");
         String format = options.getOrDefault("format", "json").toLowerCase(Locale.ROOT);
-        if (!format.equals("json")) {
-            throw refuse(literals.get("format"), "format '" + options.get("format") + "' is not read yet; events are JSON objects",
-                    "format 'json'");
+        if (!format.equals("json") && !format.equals("avro")) {
+            throw refuse(literals.get("format"), "format '" + options.get("format") + "' is not one Tidemark reads",
+                    "format 'json' (JSON objects) or format 'avro' (Confluent's wire format, with schema_registry '...')");
+        }
+        String registry = options.get("schema_registry");
+        if (format.equals("json") && registry != null) {
+            throw refuse(literals.get("schema_registry"), "schema_registry is for Avro events, and this table's format is json",
+                    "format 'avro' with it, or no schema_registry");
+        }
+        if (format.equals("avro")) {
+            registry = required(options, "schema_registry", start, "schema_registry 'http://localhost:8081'");
+            boolean url = registry.startsWith("http://") || registry.startsWith("https://");
+            if (registry.startsWith("file:")) {
+                registry = Path.of(java.net.URI.create(registry)).toString();
+            } else if (!url && !Path.of(registry).isAbsolute()) {
+                throw refuse(literals.get("schema_registry"), "schema_registry '" + registry + "' is neither a URL nor an absolute path "
+                        + "(the stream records this file in the lakehouse, where a relative path would mean something else)",
+                        "schema_registry 'http://host:8081' or schema_registry '/absolute/path/to/schemas'");
+            }
         }
         String eventTime = required(options, "event_time", start, "event_time '<a TIMESTAMP NOT NULL column>'");
         Column et = columns.stream().filter(c -> c.name().equalsIgnoreCase(eventTime)).findFirst().orElseThrow(() -> refuse(
@@ -496,7 +514,7 @@ public final class PipelineParser {
                 checks.add(check(cc, columns));
             }
         });
-        return new EventTable(name, columns, checks, topic, format, et.name(), lateness, start);
+        return new EventTable(name, columns, checks, topic, format, registry, et.name(), lateness, start);
     }
 
     private Double driftThreshold(CreateTable ct, Map<String, String> options) {

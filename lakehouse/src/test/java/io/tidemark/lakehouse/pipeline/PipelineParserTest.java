@@ -239,12 +239,25 @@ class PipelineParserTest {
                 .isEqualTo("p.sql:1:91: the event time 'ts' is ts STRING NOT NULL; it must be TIMESTAMP NOT NULL; write instead: ts TIMESTAMP NOT NULL");
         assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
                 + "partitions '3');")).startsWith("p.sql:1:").contains("unknown option 'partitions' of the event table; write instead: one of "
-                + "topic, format, event_time, lateness, drift_threshold");
+                + "topic, format, schema_registry, event_time, lateness, drift_threshold");
         assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING parquet;")).isEqualTo("p.sql:1:1: the event table 'e' is "
                 + "USING parquet; a pipeline's events come from a Kafka topic; write instead: CREATE TABLE e (...) USING kafka OPTIONS (topic "
                 + "'...', event_time '...', lateness '...')");
         assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
-                + "format 'avro');")).contains("format 'avro' is not read yet; events are JSON objects; write instead: format 'json'");
+                + "format 'protobuf');")).isEqualTo("p.sql:1:122: format 'protobuf' is not one Tidemark reads; write instead: format 'json' "
+                + "(JSON objects) or format 'avro' (Confluent's wire format, with schema_registry '...')");
+        // Avro needs its registry; JSON has none; a relative directory would mean another place once the lakehouse records the file.
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
+                + "format 'avro');")).isEqualTo("p.sql:1:1: the event table has no option 'schema_registry' (for format 'avro': a "
+                + "Confluent-compatible schema registry's URL (http://host:8081), or the absolute path of a directory of <id>.avsc files); "
+                + "write instead: OPTIONS (..., schema_registry 'http://localhost:8081')");
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
+                + "schema_registry 'http://r:8081');")).isEqualTo("p.sql:1:131: schema_registry is for Avro events, and this table's format "
+                + "is json; write instead: format 'avro' with it, or no schema_registry");
+        assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '1m', "
+                + "format 'avro', schema_registry 'schemas');")).isEqualTo("p.sql:1:146: schema_registry 'schemas' is neither a URL nor an "
+                + "absolute path (the stream records this file in the lakehouse, where a relative path would mean something else); write "
+                + "instead: schema_registry 'http://host:8081' or schema_registry '/absolute/path/to/schemas'");
         assertThat(refusal("CREATE TABLE e (id STRING, ts TIMESTAMP NOT NULL, CONSTRAINT c CHECK (size > 0)) USING kafka OPTIONS (topic 't', "
                 + "event_time 'ts', lateness '1m');")).isEqualTo("p.sql:1:71: a CHECK names 'size', which is not an event column; write "
                 + "instead: one of id, ts");
