@@ -114,7 +114,7 @@ public final class SchemaRegistry implements Serializable {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("interrupted while waiting for the schema registry at " + location, ie);
                 }
-                pauseMs = Math.min(pauseMs * 2, 10_000);
+                pauseMs = Math.min(pauseMs * 2, 5_000);
             }
         }
     }

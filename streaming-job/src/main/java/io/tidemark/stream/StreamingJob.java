@@ -142,7 +142,8 @@ public final class StreamingJob {
         if (pipeline.events().format().equals("avro")) {
             // Down or mistyped at start is an error; down later makes the batches wait for it (SchemaRegistry).
             new SchemaRegistry(pipeline.events().schemaRegistry(), EventDecoder.REGISTRY_WAIT).unreachable().ifPresent(why -> {
-                throw new io.tidemark.lakehouse.RequestRefusedException(why + "; start it, or correct schema_registry in " + pipeline.file());
+                throw new io.tidemark.lakehouse.RequestRefusedException(why + ": start the registry, or correct schema_registry in "
+                        + pipeline.file());
             });
         }
     }

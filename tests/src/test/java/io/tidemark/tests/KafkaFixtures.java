@@ -22,7 +22,16 @@ final class KafkaFixtures {
         send(bootstrap, topic, 0, messages);
     }
 
+    /** A message as bytes (Avro), or null for a tombstone. */
+    record Raw(byte[] value, Instant kafkaTimestamp) {
+    }
+
     static void send(String bootstrap, String topic, int partition, List<Message> messages) throws Exception {
+        sendRaw(bootstrap, topic, partition, messages.stream()
+                .map(m -> new Raw(m.value() == null ? null : m.value().getBytes(StandardCharsets.UTF_8), m.kafkaTimestamp())).toList());
+    }
+
+    static void sendRaw(String bootstrap, String topic, int partition, List<Raw> messages) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -31,9 +40,8 @@ final class KafkaFixtures {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
             // In order: idempotent, one request in flight; every send is awaited before returning.
             List<java.util.concurrent.Future<?>> sent = new java.util.ArrayList<>();
-            for (Message m : messages) {
-                byte[] value = m.value() == null ? null : m.value().getBytes(StandardCharsets.UTF_8);
-                sent.add(producer.send(new ProducerRecord<>(topic, partition, m.kafkaTimestamp().toEpochMilli(), null, value)));
+            for (Raw m : messages) {
+                sent.add(producer.send(new ProducerRecord<>(topic, partition, m.kafkaTimestamp().toEpochMilli(), null, m.value())));
             }
             for (java.util.concurrent.Future<?> f : sent) {
                 f.get();

@@ -56,6 +56,11 @@ final class LiveStream {
         }
     }
 
+    /** Whether a micro-batch is being worked on now. */
+    boolean batchRunning() {
+        return query.isActive() && query.status().isTriggerActive();
+    }
+
     void drainAndStop() throws Exception {
         drain();
         query.stop();

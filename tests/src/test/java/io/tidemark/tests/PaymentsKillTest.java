@@ -141,7 +141,7 @@ class PaymentsKillTest {
         return d.selectExpr(columns).collectAsList().stream().map(Row::toString).sorted().toList();
     }
 
-    private static long commits(Path deltaLog) throws Exception {
+    static long commits(Path deltaLog) throws Exception {
         if (!Files.isDirectory(deltaLog)) {
             return 0;
         }
