@@ -33,8 +33,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 public final class SchemaRegistry implements Serializable {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(SchemaRegistry.class);
-    /** Per JVM: every task of every batch shares the schemas fetched (key: location + "#" + id). */
-    private static final ConcurrentHashMap<String, Optional<Schema>> FETCHED = new ConcurrentHashMap<>();
+    /**
+     * Per JVM: every task of every batch shares the schemas fetched (key: location + "#" + id). An id
+     * the registry did not know is not kept here (a decoder remembers it for its task only): a schema
+     * registered a moment after its first record arrived is found by the next batch.
+     */
+    private static final ConcurrentHashMap<String, Schema> FETCHED = new ConcurrentHashMap<>();
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final String location;
@@ -83,12 +87,12 @@ public final class SchemaRegistry implements Serializable {
     /** The writer schema of {@code id}; empty when the registry does not know it. Waits while the registry does not answer. */
     public Optional<Schema> writerSchema(int id) {
         String key = location + "#" + id;
-        Optional<Schema> known = FETCHED.get(key);
+        Schema known = FETCHED.get(key);
         if (known != null) {
-            return known;
+            return Optional.of(known);
         }
         Optional<Schema> fetched = fetchWaiting(id);
-        FETCHED.putIfAbsent(key, fetched);
+        fetched.ifPresent(s -> FETCHED.putIfAbsent(key, s));
         return fetched;
     }
 
