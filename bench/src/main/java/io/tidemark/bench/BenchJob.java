@@ -60,10 +60,13 @@ public final class BenchJob {
         String maxPerBatch = args[3];
         Path work = Path.of(args[4]);
         String pipeline = args.length > 5 ? args[5] : "network";
-        if (!List.of("plain", "tidemark", "diy").contains(mode)) {
-            throw new IllegalArgumentException("unknown job " + mode + " (known: plain, tidemark, diy)");
+        if (!List.of("plain", "tidemark", "published", "diy").contains(mode)) {
+            throw new IllegalArgumentException("unknown job " + mode + " (known: plain, tidemark, published, diy)");
         }
         Files.createDirectories(work);
+        if (mode.equals("published")) {
+            pipeline = publishing(pipeline, topic, work).toString();
+        }
         TidemarkConfig config = TidemarkConfig.builder()
                 .set(TidemarkConfig.Key.KAFKA_BOOTSTRAP, bootstrap)
                 .set(TidemarkConfig.Key.PIPELINE, pipeline)
@@ -106,10 +109,10 @@ public final class BenchJob {
         StreamingJob job = null;
         try {
             switch (mode) {
-                case "tidemark" -> {
+                case "tidemark", "published" -> {
                     job = new StreamingJob(spark, config, null);
                     StreamingQuery q = job.start(true);
-                    names.put(q.id(), "tidemark");
+                    names.put(q.id(), mode);
                     queries.add(q);
                 }
                 case "plain" -> plainJobs(spark, config, work).forEach((suffix, q) -> {
@@ -160,6 +163,28 @@ public final class BenchJob {
                 .filter(l -> l.startsWith("VmHWM")).findFirst().orElse("VmHWM: 0 kB").replaceAll("\\D+", " ").trim();
         System.out.println("PEAK " + heapPeak + " " + Long.parseLong(hwm.split(" ")[0]) * 1024 + " " + liveHeap.peak());
         spark.stop();
+    }
+
+    /**
+     * The pipeline {@code named} on the benchmark's topic with every KPI table published to Kafka, in the costlier
+     * way (every change, exactly-once: a transaction per round), to a topic of this run: the file written in {@code work}.
+     */
+    static Path publishing(String named, String topic, Path work) throws java.io.IOException {
+        io.tidemark.lakehouse.pipeline.Pipeline p = named.matches("[a-z][a-z0-9_-]*")
+                ? io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named) : io.tidemark.lakehouse.pipeline.PipelineParser.parse(Path.of(named));
+        String text = p.source().replace("topic '" + p.events().topic() + "'", "topic '" + topic + "'");
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : p.tables()) {
+            String props = "'output.kafka.topic' = 'bench-out-" + t.name() + "-" + work.getFileName() + "', 'output.kafka.mode' = 'updates', "
+                    + "'output.kafka.exactly-once' = 'true'";
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?i)(CREATE\\s+STREAMING\\s+TABLE\\s+" + t.name()
+                    + ")(\\s+TBLPROPERTIES\\s*\\()?").matcher(text);
+            if (!m.find()) {
+                throw new IllegalStateException("no CREATE STREAMING TABLE " + t.name() + " in " + p.file());
+            }
+            text = text.substring(0, m.start()) + m.group(1) + (m.group(2) != null ? m.group(2) + props + ", " : " TBLPROPERTIES (" + props + ")")
+                    + text.substring(m.end());
+        }
+        return Files.writeString(work.resolve("published.sql"), text);
     }
 
     /** CPU time of this JVM, every thread (Spark's tasks and driver, GC, JIT): the cores a job costs, steadier than wall time on a shared machine. */

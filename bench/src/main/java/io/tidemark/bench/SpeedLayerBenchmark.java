@@ -42,7 +42,9 @@ import io.tidemark.generate.TrafficSpec;
  */
 public final class SpeedLayerBenchmark {
 
-    static final List<String> JOBS = List.of("plain", "tidemark", "diy");
+    /** published: the speed layer with every KPI table published to Kafka (BenchJob#publishing); not run unless --only names it. */
+    static final List<String> JOBS = List.of("plain", "tidemark", "published", "diy");
+    static final List<String> DEFAULT_JOBS = List.of("plain", "tidemark", "diy");
     /** The queries each job runs (the plain job one per KPI table of the pipeline); each must consume exactly the produced events. */
     static Map<String, List<String>> queries(String pipeline) {
         io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(
@@ -50,7 +52,7 @@ public final class SpeedLayerBenchmark {
         List<String> plain = p.tables().stream().map(t -> "plain" + BenchJob.querySuffix(p, t)).toList();
         List<String> diy = new ArrayList<>(List.of("bronze"));
         p.tables().forEach(t -> diy.add("kpi" + BenchJob.querySuffix(p, t)));
-        return Map.of("plain", plain, "tidemark", List.of("tidemark"), "diy", diy);
+        return Map.of("plain", plain, "tidemark", List.of("tidemark"), "published", List.of("published"), "diy", diy);
     }
     static final Pattern TRACE = Pattern.compile("trace batch (\\d+) (\\S+) (\\d+) ms");
 
@@ -118,7 +120,7 @@ public final class SpeedLayerBenchmark {
         long events = 5_000_000;
         List<Long> batchSizes = List.of(500_000L, 2_000_000L);
         int rounds = 3;
-        List<String> only = JOBS;
+        List<String> only = DEFAULT_JOBS;
         Path work = Path.of("bench/work").toAbsolutePath();
         String pipeline = "network";
         Path results = Path.of("bench/results.log").toAbsolutePath();
@@ -185,7 +187,7 @@ public final class SpeedLayerBenchmark {
         }
         List<Summary> summaries = summarise(runs, batchSizes, jobs);
         Map<Long, Map<String, double[]>> stages = stages(runs, batchSizes);
-        String text = runsTable(runs, events) + summaryTable(summaries, rounds) + stageTable(stages, runs);
+        String text = runsTable(runs, events) + summaryTable(summaries, rounds) + stageTable(stages, runs) + publishingRatio(runs, batchSizes);
         System.out.println(text);
         Files.writeString(results, "\n## " + Instant.now() + " speed " + String.join(" ", args) + "\n" + text,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
@@ -322,6 +324,32 @@ public final class SpeedLayerBenchmark {
             }
         }
         return out;
+    }
+
+    /**
+     * With both tidemark and published run: the stream with Kafka output against without, per batch size, as the ratio of
+     * the median events/s and the median of each round's own ratio (the two runs of a round are side by side in time).
+     */
+    static String publishingRatio(List<Run> runs, List<Long> batchSizes) {
+        StringBuilder sb = new StringBuilder();
+        for (long bs : batchSizes) {
+            List<Double> paired = new ArrayList<>();
+            for (Run on : runs) {
+                if (on.batchSize() == bs && on.job().equals("published")) {
+                    runs.stream().filter(off -> off.batchSize() == bs && off.round() == on.round() && off.job().equals("tidemark")).findFirst()
+                            .ifPresent(off -> paired.add(on.eventsPerSecond() / off.eventsPerSecond()));
+                }
+            }
+            if (paired.isEmpty()) {
+                continue;
+            }
+            double on = median(runs, bs, "published", Run::eventsPerSecond);
+            double off = median(runs, bs, "tidemark", Run::eventsPerSecond);
+            sb.append(String.format("%npublishing on vs off, batch %,d: median %,.0f vs %,.0f events/s = %.3fx; per round %s, median %.3fx%n", bs,
+                    on, off, on / off, paired.stream().map(r -> String.format("%.3f", r)).toList(),
+                    BenchResults.median(paired.stream().mapToDouble(Double::doubleValue).toArray())));
+        }
+        return sb.toString();
     }
 
     static double median(List<Run> runs, long batchSize, String job, ToDoubleFunction<Run> f) {

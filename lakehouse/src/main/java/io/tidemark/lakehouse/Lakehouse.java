@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.StructType;
  * The Delta tables under one lakehouse root: their paths and SQL names, created and registered
  * from their definitions ({@code sql/tables.sql}, and the pipeline for those whose columns it decides;
  * the analyst views likewise), and the operations
- * the jobs read and commit them with ({@link #read}, {@link #readAt}, {@link #version},
+ * the jobs read and commit them with ({@link #read}, {@link #readAt}, {@link #changes}, {@link #version},
  * {@link #append}, {@link #replaceWhere}, {@link #exists}). No job opens a table by its path: a
  * read or a commit is one of these, so there is one place to see how Tidemark touches its tables.
  * (SQL statements over {@link #ref}, such as reconcile's {@code DELETE} and maintenance's
@@ -147,6 +147,16 @@ public final class Lakehouse {
     /** The table's rows as of {@code version}: for a reader that must see one snapshot across several queries. */
     public Dataset<Row> readAt(SparkSession spark, Table t, long version) {
         return spark.read().format("delta").option("versionAsOf", version).load(path(t));
+    }
+
+    /**
+     * The table's change data feed from version {@code from} to {@code to}, both included: its rows with
+     * Delta's {@code _change_type} and {@code _commit_version} (the table must keep the feed:
+     * {@code delta.enableChangeDataFeed}).
+     */
+    public Dataset<Row> changes(SparkSession spark, Table t, long from, long to) {
+        return spark.read().format("delta").option("readChangeFeed", "true").option("startingVersion", from).option("endingVersion", to)
+                .load(path(t));
     }
 
     /** The table's newest committed version. */

@@ -119,7 +119,8 @@ final class StatusCommand extends TidemarkCommand {
 
     /** Everything status reports, gathered once. */
     record Facts(Instant at, String lakehouse, TidemarkConfig config, Optional<StreamCheckpoint.Committed> committed, Kafka kafka, Lag lag,
-                 LakehouseFigures figures, Gaps gaps, List<TableState> tables, Health health) {
+                 LakehouseFigures figures, Gaps gaps, List<TableState> tables, List<io.tidemark.output.KpiPublisher.OutputStatus> outputs,
+                 Health health) {
     }
 
     @Override
@@ -155,18 +156,22 @@ final class StatusCommand extends TidemarkCommand {
         LakehouseFigures figures = null;
         Gaps gaps = null;
         List<TableState> tables = List.of();
+        List<io.tidemark.output.KpiPublisher.OutputStatus> outputs = List.of();
         if (LakehouseFigures.progressTableExists(lakehouse)) {
             SparkSession spark = spark(config, "tidemark-status");
             try {
                 figures = LakehouseFigures.read(spark, lakehouse, batches);
                 gaps = gaps(spark, lakehouse);
                 tables = tables(spark, lakehouse, figures);
+                // Kafka output: the progress topic read as the publisher reads it, within the 5 s status gives Kafka
+                outputs = io.tidemark.output.OutputPublisher.of(lakehouse, lakehouse.pipeline(), config.bootstrapServers())
+                        .map(o -> o.status(spark, Duration.ofSeconds(5))).orElse(List.of());
             } finally {
                 release(spark);
             }
         }
         Instant now = Instant.now();
-        return new Facts(now, lakehouse.root().toString(), config, committed, kafka, lag, figures, gaps, tables,
+        return new Facts(now, lakehouse.root().toString(), config, committed, kafka, lag, figures, gaps, tables, outputs,
                 health(config, now, figures, kafka, lag));
     }
 
@@ -281,6 +286,13 @@ final class StatusCommand extends TidemarkCommand {
             say("table       %-16s %s files, %s bytes, %s commits since the last log checkpoint%s", s.table().tableName(), Formats.count(s.files()),
                     Formats.count(s.bytes()), Formats.count(s.commitsSinceCheckpoint()),
                     s.oldestUncompacted().map(d -> "; closed days not compacted since " + d + " (tidemark maintain)").orElse(""));
+        }
+        for (io.tidemark.output.KpiPublisher.OutputStatus o : x.outputs()) {
+            say("output      %-16s -> %s (%s, %s): %s", o.table(), o.output().topic(), o.output().mode().name().toLowerCase(java.util.Locale.ROOT),
+                    o.output().exactlyOnce() ? "exactly-once" : "at-least-once", o.problem() != null
+                            ? "progress unknown, Kafka did not answer (" + o.problem() + ")"
+                            : o.published() == null ? "nothing published yet; the table is at version " + o.latestVersion()
+                            : "published up to version " + o.published() + " of " + o.latestVersion() + " (" + o.lag() + " behind)");
         }
         say("health      %s: %s", x.health().state(), x.health().reason());
     }
@@ -427,6 +439,7 @@ final class StatusCommand extends TidemarkCommand {
             doc.putArray("closed_days");
             doc.putArray("dirty_days");
             doc.putNull("gaps");
+            doc.putArray("kafka_output");
             doc.putArray("tables");
             return write(doc);
         }
@@ -448,6 +461,13 @@ final class StatusCommand extends TidemarkCommand {
         gaps.put("count", x.gaps().count());
         gaps.put("lost_records", x.gaps().lostRecords());
         gaps.put("unknown_size", x.gaps().unknownSize());
+        ArrayNode outputs = doc.putArray("kafka_output");
+        for (io.tidemark.output.KpiPublisher.OutputStatus o : x.outputs()) {
+            ObjectNode n = outputs.addObject().put("table", o.table()).put("topic", o.output().topic())
+                    .put("mode", o.output().mode().name().toLowerCase(java.util.Locale.ROOT)).put("exactly_once", o.output().exactlyOnce())
+                    .put("latest_version", o.latestVersion()).put("published_version", o.published()).put("lag_versions", o.lag());
+            n.put("problem", o.problem());
+        }
         ArrayNode tables = doc.putArray("tables");
         for (TableState s : x.tables()) {
             tables.addObject().put("name", s.table().tableName()).put("files", s.files()).put("bytes", s.bytes())

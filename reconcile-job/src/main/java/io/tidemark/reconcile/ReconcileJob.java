@@ -174,6 +174,9 @@ public final class ReconcileJob {
             out.println(progressLine(o, i + 1, days.size()));
             out.flush();
         }
+        if (!dryRun && !days.isEmpty()) {
+            publishCorrections();
+        }
         ReconcileResult result = new ReconcileResult(runId, started, closed.watermark().instant(), selection, dryRun, outcomes);
         out.println();
         out.print(result.summaryTable());
@@ -333,6 +336,23 @@ public final class ReconcileJob {
             }
             lakehouse.createAndRegister(spark);
             registered = true;
+        }
+    }
+
+    /**
+     * The replaced days out to the Kafka output of each KPI table that has one, as versions of this
+     * run's commits. A failure is reported, not thrown: the days are replaced, and the stream, or the
+     * next reconcile, publishes what is left.
+     */
+    private void publishCorrections() {
+        java.util.Optional<io.tidemark.output.OutputPublisher> output = io.tidemark.output.OutputPublisher.of(lakehouse, lakehouse.pipeline(),
+                config.bootstrapServers());
+        if (output.isEmpty()) {
+            return;
+        }
+        try (io.tidemark.output.OutputPublisher o = output.get()) {
+            o.publishNow(spark);
+            out.println("kafka output: " + o.describe(spark));
         }
     }
 

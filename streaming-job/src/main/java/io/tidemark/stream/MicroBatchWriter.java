@@ -65,6 +65,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     private transient List<StreamLease> leases = List.of();
     /** The metrics endpoint's feed of committed batches; null without an endpoint. */
     private transient StreamMetrics metrics;
+    /** The KPI tables' Kafka output, told of each committed batch; null without one. */
+    private transient io.tidemark.output.OutputPublisher output;
 
     /** Told about every committed batch (the launcher's live status line). */
     public interface BatchListener {
@@ -215,6 +217,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             append(spark.createDataFrame(List.of(row), row.schema()), Table.STREAM_PROGRESS, batchId);
             CrashPoint.AFTER_PROGRESS.reached(batchId);
             trace(batchId, "batch-total", startedNanos);
+            if (output != null) {
+                output.committed();
+            }
             if (metrics != null) {
                 metrics.batchCommitted(progress, invalidByReason, alreadyCommitted);
             }
@@ -431,6 +436,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /** The metrics endpoint each committed batch reports to ({@link StreamingJob} starts it). */
     void reportingTo(StreamMetrics endpoint) {
         this.metrics = endpoint;
+    }
+
+    /** The Kafka output each committed batch wakes ({@link StreamingJob} starts it). */
+    void publishingTo(io.tidemark.output.OutputPublisher publisher) {
+        this.output = publisher;
     }
 
     /** Stops the writer threads; the query has stopped calling. */

@@ -180,6 +180,21 @@ public final class StreamMetrics implements AutoCloseable {
         return server.getPort();
     }
 
+    /**
+     * The KPI tables' Kafka output: per table, the Delta versions committed but not yet published as of
+     * its last round, and whether that round failed. Read from what the rounds recorded, no I/O at scrape.
+     */
+    void publishing(io.tidemark.output.OutputPublisher output) {
+        GaugeWithCallback.builder().name("tidemark_kafka_output_lag_versions")
+                .help("Per KPI table with Kafka output: Delta versions committed but not yet published to its topic, as of the last "
+                        + "publishing round; absent until a round has read the progress.")
+                .labelNames("table").callback(cb -> output.lastLag().forEach((t, lag) -> cb.call(lag, t))).register(registry);
+        GaugeWithCallback.builder().name("tidemark_kafka_output_failing")
+                .help("Per KPI table with Kafka output: 1 when its last publishing round failed (broker unreachable, topic refused), else 0; "
+                        + "the commits wait in Delta and are published once a round succeeds.")
+                .labelNames("table").callback(cb -> output.failing().forEach((t, f) -> cb.call(f ? 1 : 0, t))).register(registry);
+    }
+
     /** Listens to Spark's progress of the query {@code id} (and of no other query of the session). */
     void follow(SparkSession spark, UUID id, io.tidemark.lakehouse.Lakehouse lakehouse) {
         queryId = id;

@@ -34,6 +34,8 @@ public final class StreamingJob {
     private final MicroBatchWriter writer;
     private final java.util.List<StreamLease> leases = new java.util.ArrayList<>();
     private StreamMetrics metrics;
+    /** The Kafka output of the KPI tables that declare one; null when none does. */
+    private io.tidemark.output.OutputPublisher output;
 
     public StreamingJob(SparkSession spark, TidemarkConfig config, MicroBatchWriter.BatchListener listener) {
         this.spark = spark;
@@ -63,6 +65,7 @@ public final class StreamingJob {
         takeLeases();
         startMetrics();
         prepare(spark, config); // the lease is held: no other stream commits meanwhile
+        startOutput();
         Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
         StreamingQuery query = source().writeStream()
                 .queryName("tidemark-stream")
@@ -123,6 +126,30 @@ public final class StreamingJob {
         writer.reportingTo(metrics);
     }
 
+    /**
+     * The KPI tables' Kafka output, publishing in the background from now on: first what committed
+     * before this start and was not published (a crash's leftovers), then each batch. Its topics are
+     * created or checked first; a topic that cannot serve (not compacted, broker unreachable) refuses the start.
+     */
+    private void startOutput() {
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        output = io.tidemark.output.OutputPublisher.of(Lakehouse.of(config), pipeline, config.bootstrapServers()).orElse(null);
+        if (output == null) {
+            return;
+        }
+        try {
+            output.prepareTopics();
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        output.start(spark);
+        writer.publishingTo(output);
+        if (metrics != null) {
+            metrics.publishing(output);
+        }
+    }
+
     /** The port of this stream's metrics endpoint, if it has one. */
     public Optional<Integer> metricsPort() {
         return Optional.ofNullable(metrics).map(StreamMetrics::port);
@@ -168,6 +195,11 @@ public final class StreamingJob {
     /** Stops the writer, closes the metrics endpoint and gives the leases back. */
     public void close() {
         writer.close();
+        if (output != null) {
+            // What the last batches committed goes out before the leases are given back.
+            output.stop(spark);
+            output = null;
+        }
         if (metrics != null) {
             metrics.close();
             metrics = null;

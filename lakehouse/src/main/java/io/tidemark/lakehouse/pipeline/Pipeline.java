@@ -61,7 +61,7 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
                 e.at());
         Window window = new Window(config.window(), config.window());
         List<KpiTable> tables = p.tables().stream()
-                .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.at())).toList();
+                .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.output(), t.at())).toList();
         return new Pipeline(p.file(), events, tables, p.driftThreshold(), p.views(), null);
     }
 
@@ -185,10 +185,21 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
      *
      * @param where the WHERE condition as written, or null: records that fail it count in no window of this table
      */
-    public record KpiTable(String name, Window window, List<Column> dimensions, String where, List<Measure> measures, Position at) {
+    public record KpiTable(String name, Window window, List<Column> dimensions, String where, List<Measure> measures, KafkaOutput output,
+                           Position at) {
         public KpiTable {
             dimensions = List.copyOf(dimensions);
             measures = List.copyOf(measures);
+        }
+
+        /** A table without Kafka output. */
+        public KpiTable(String name, Window window, List<Column> dimensions, String where, List<Measure> measures, Position at) {
+            this(name, window, dimensions, where, measures, null, at);
+        }
+
+        /** Where its changes are published, if the pipeline asks for it ({@code TBLPROPERTIES ('output.kafka.topic' = ...)}). */
+        public Optional<KafkaOutput> kafkaOutput() {
+            return Optional.ofNullable(output);
         }
 
         /**
@@ -234,6 +245,28 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
             out.addAll(List.of("is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL", "stream_batch_id BIGINT",
                     "event_date DATE NOT NULL"));
             return out;
+        }
+    }
+
+    /**
+     * A KPI table's Kafka output: every change of a row (mode {@code updates}), or each window once it is
+     * final and each later correction (mode {@code final}), published to a compacted topic keyed by
+     * (table, window, dimensions) with a version that only grows per key: the Delta commit that made it.
+     *
+     * @param topic           the output topic (created compacted when missing)
+     * @param mode            which changes are published
+     * @param exactlyOnce     a transactional producer: a read_committed consumer sees each (key, version) once
+     * @param progressTopic   the compacted topic where the publisher records how far it has published
+     * @param producerOptions Kafka producer settings ({@code kafka.option.<name>}), bootstrap.servers among them when given
+     */
+    public record KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, java.util.Map<String, String> producerOptions) {
+        public enum Mode { FINAL, UPDATES }
+
+        /** The progress topic when the pipeline names none. */
+        public static final String DEFAULT_PROGRESS_TOPIC = "tidemark-publish-progress";
+
+        public KafkaOutput {
+            producerOptions = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(producerOptions));
         }
     }
 

@@ -686,8 +686,9 @@ public final class PipelineParser {
         if (measures.isEmpty()) {
             throw refuse(agg, "no measure", "at least one of " + Measure.Kind.all() + ", AS a name");
         }
+        Pipeline.KafkaOutput output = kafkaOutput(st, name);
         measures = tableProperties(st, name, measures, outputNames);
-        KpiTable table = new KpiTable(name, window, dimensions, where, measures, start);
+        KpiTable table = new KpiTable(name, window, dimensions, where, measures, output, start);
         if (table.recordCount().isEmpty()) {
             throw new PipelineException(start, "KPI table '" + name + "' has no count(*) without FILTER: Tidemark balances each day of the raw log against "
                     + "it to find the days reconcile must recompute", "count(*) AS records among its measures");
@@ -723,10 +724,14 @@ public final class PipelineParser {
         List<Measure> out = new ArrayList<>(measures);
         for (Map.Entry<String, String> p : new java.util.TreeMap<>(CollectionConverters.asJava(spec.properties())).entrySet()) {
             String key = p.getKey();
+            if (key.startsWith(OUTPUT_PREFIX) || key.startsWith(PRODUCER_PREFIX)) {
+                continue; // kafkaOutput's
+            }
             int m = key.endsWith(SKETCH_COLUMN) ? indexOf(out, key.substring(0, key.length() - SKETCH_COLUMN.length())) : -1;
             if (m < 0 || !out.get(m).sketched()) {
-                throw new PipelineException(statementStart(), "table property '" + key + "'; a KPI table knows one property, "
-                        + "'<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, percentile_approx)",
+                throw new PipelineException(statementStart(), "table property '" + key + "'; a KPI table knows "
+                        + "'<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, percentile_approx), and its Kafka "
+                        + "output's '" + OUTPUT_PREFIX + "*' and '" + PRODUCER_PREFIX + "*'",
                         "TBLPROPERTIES ('" + out.stream().filter(Measure::sketched).map(Measure::name).findFirst().orElse("users")
                                 + SKETCH_COLUMN + "' = 'users_sketch'), or no TBLPROPERTIES");
             }
@@ -741,6 +746,82 @@ public final class PipelineParser {
             out.set(m, out.get(m).withSketchColumn(p.getValue()));
         }
         return out;
+    }
+
+    /** The table properties of a KPI table's Kafka output: {@code output.kafka.*}, and {@code kafka.option.*} for its producer. */
+    static final String OUTPUT_PREFIX = "output.kafka.";
+    static final String PRODUCER_PREFIX = "kafka.option.";
+    static final Map<String, String> OUTPUT_OPTIONS = new LinkedHashMap<>();
+
+    static {
+        OUTPUT_OPTIONS.put("topic", "the compacted topic each change of a row is published to (required for Kafka output)");
+        OUTPUT_OPTIONS.put("mode", "'final' (the default: a window once it is final, then each correction) or 'updates' (every change)");
+        OUTPUT_OPTIONS.put("exactly-once", "'true': a transactional producer, each (key, version) once for a read_committed consumer; "
+                + "'false' (the default): at-least-once");
+        OUTPUT_OPTIONS.put("progress-topic", "where the publisher records how far it has published (default '"
+                + Pipeline.KafkaOutput.DEFAULT_PROGRESS_TOPIC + "')");
+    }
+
+    /** Producer settings Tidemark decides itself: the serializers (keys and values are bytes it encodes) and idempotence. */
+    private static final Set<String> FIXED_PRODUCER_OPTIONS = Set.of("key.serializer", "value.serializer", "enable.idempotence", "acks");
+
+    /** {@code 'output.kafka.topic' = '...'} and its companions in a KPI table's TBLPROPERTIES; null when the table publishes nothing. */
+    private Pipeline.KafkaOutput kafkaOutput(CreateStreamingTableAsSelect st, String table) {
+        Map<String, String> props = new java.util.TreeMap<>(CollectionConverters.asJava(st.tableSpec().properties()));
+        Map<String, String> output = new java.util.TreeMap<>();
+        Map<String, String> producer = new java.util.TreeMap<>();
+        props.forEach((k, v) -> {
+            if (k.startsWith(OUTPUT_PREFIX)) {
+                output.put(k.substring(OUTPUT_PREFIX.length()), v);
+            } else if (k.startsWith(PRODUCER_PREFIX)) {
+                producer.put(k.substring(PRODUCER_PREFIX.length()), v);
+            }
+        });
+        if (output.isEmpty() && producer.isEmpty()) {
+            return null;
+        }
+        for (String k : output.keySet()) {
+            if (!OUTPUT_OPTIONS.containsKey(k)) {
+                throw new PipelineException(statementStart(), "table property '" + OUTPUT_PREFIX + k + "' on KPI table '" + table
+                        + "'; Kafka output knows " + String.join(", ", OUTPUT_OPTIONS.keySet().stream().map(o -> "'" + OUTPUT_PREFIX + o + "'")
+                        .toList()), String.join("; ", OUTPUT_OPTIONS.entrySet().stream().map(e -> OUTPUT_PREFIX + e.getKey() + ": "
+                        + e.getValue()).toList()));
+            }
+        }
+        String topic = output.get("topic");
+        if (topic == null) {
+            throw new PipelineException(statementStart(), "Kafka output settings on KPI table '" + table + "' without a topic",
+                    "TBLPROPERTIES ('" + OUTPUT_PREFIX + "topic' = '" + table + "', ...)");
+        }
+        String progress = output.getOrDefault("progress-topic", Pipeline.KafkaOutput.DEFAULT_PROGRESS_TOPIC);
+        for (String t : List.of(topic, progress)) {
+            if (!t.matches("[A-Za-z0-9._-]{1,249}") || t.equals(".") || t.equals("..")) {
+                throw new PipelineException(statementStart(), "'" + t + "' is not a Kafka topic name", "letters, digits, '.', '_' and '-', "
+                        + "at most 249 of them");
+            }
+        }
+        if (topic.equals(progress)) {
+            throw new PipelineException(statementStart(), "the output topic of '" + table + "' is also its progress topic; consumers of "
+                    + "the output would read the publisher's bookkeeping", "another '" + OUTPUT_PREFIX + "progress-topic'");
+        }
+        String mode = output.getOrDefault("mode", "final").toLowerCase(Locale.ROOT);
+        if (!mode.equals("final") && !mode.equals("updates")) {
+            throw new PipelineException(statementStart(), "'" + OUTPUT_PREFIX + "mode' = '" + output.get("mode") + "'",
+                    "'final' (a window once it is final, then each correction) or 'updates' (every change)");
+        }
+        String exactlyOnce = output.getOrDefault("exactly-once", "false").toLowerCase(Locale.ROOT);
+        if (!exactlyOnce.equals("true") && !exactlyOnce.equals("false")) {
+            throw new PipelineException(statementStart(), "'" + OUTPUT_PREFIX + "exactly-once' = '" + output.get("exactly-once") + "'",
+                    "'true' or 'false'");
+        }
+        for (String k : producer.keySet()) {
+            if (FIXED_PRODUCER_OPTIONS.contains(k)) {
+                throw new PipelineException(statementStart(), "'" + PRODUCER_PREFIX + k + "'; Tidemark sets the producer's serializers, "
+                        + "idempotence and acks itself (every record written to all in-sync replicas, once)", "no '" + PRODUCER_PREFIX + k + "'");
+            }
+        }
+        return new Pipeline.KafkaOutput(topic, Pipeline.KafkaOutput.Mode.valueOf(mode.toUpperCase(Locale.ROOT)), exactlyOnce.equals("true"),
+                progress, producer);
     }
 
     private static int indexOf(List<Measure> measures, String name) {

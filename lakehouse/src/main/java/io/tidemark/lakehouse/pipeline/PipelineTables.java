@@ -86,8 +86,13 @@ public final class PipelineTables {
             String comment = comments.get(c.substring(0, c.indexOf(' ')));
             cols.add(comment == null ? c : c + " COMMENT '" + Pipeline.literal(comment) + "'");
         }
-        return create(t.name(), cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES + ")");
+        // A table with Kafka output keeps Delta's change data feed: the publisher's outbox (kafka-output's KpiPublisher).
+        return create(t.name(), cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES
+                + (t.kafkaOutput().isPresent() ? ",\n  " + CHANGE_DATA_FEED : "") + ")");
     }
+
+    /** The Delta property that keeps a table's change data feed. */
+    public static final String CHANGE_DATA_FEED = "'delta.enableChangeDataFeed' = 'true'";
 
     static String lateEvents(Pipeline p) {
         List<String> cols = eventColumns(p, false);

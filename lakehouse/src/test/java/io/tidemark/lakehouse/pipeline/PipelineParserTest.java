@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
@@ -74,8 +75,8 @@ class PipelineParserTest {
         assertThat(users.storedColumns()).containsExactly("users BIGINT NOT NULL", "user_sketch BINARY NOT NULL");
         assertThat(users.partial()).containsExactly("hll_sketch_agg(user_id, 12) AS user_sketch");
         assertThat(refusal(EVENTS + String.format(table, "'n.sketch_column' = 'x'"))).isEqualTo("p.sql:5:1: table property 'n.sketch_column'; "
-                + "a KPI table knows one property, '<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, "
-                + "percentile_approx); write instead: TBLPROPERTIES ('users.sketch_column' = 'users_sketch'), or no TBLPROPERTIES");
+                + "a KPI table knows '<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, "
+                + "percentile_approx), and its Kafka output's 'output.kafka.*' and 'kafka.option.*'; write instead: TBLPROPERTIES ('users.sketch_column' = 'users_sketch'), or no TBLPROPERTIES");
         assertThat(refusal(EVENTS + String.format(table, "'users.sketch_column' = 'n'"))).isEqualTo("p.sql:5:1: the sketch column 'n' of "
                 + "'users' is not a name of its own; write instead: a name of letters, digits and underscores that no other column has");
         assertThat(refusal(EVENTS + String.format(table, "'users.sketch_column' = 'is_final'"))).startsWith("p.sql:5:1: the sketch column "
@@ -86,6 +87,43 @@ class PipelineParserTest {
         assertThat(refusal(EVENTS + "CREATE STREAMING TABLE t USING parquet AS SELECT window(ts, '1 minute') AS w, count(*) AS n "
                 + "FROM STREAM pay GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:1: LOCATION, USING or OPTIONS on KPI table 't'; "
                 + "every KPI table is a Delta table in the lakehouse; write instead: no LOCATION, USING or OPTIONS clause");
+    }
+
+    @Test
+    void aKpiTablesKafkaOutputIsDeclaredInItsTableProperties() {
+        String table = "CREATE STREAMING TABLE t TBLPROPERTIES (%s) AS SELECT window(ts, '1 minute') AS w, count(*) AS n "
+                + "FROM STREAM pay GROUP BY window(ts, '1 minute');";
+        assertThat(PipelineParser.parse("p.sql", EVENTS + String.format(table, "'output.kafka.topic' = 'kpis.t'")).tables().get(0)
+                .kafkaOutput()).contains(new Pipeline.KafkaOutput("kpis.t",
+                Pipeline.KafkaOutput.Mode.FINAL, false, "tidemark-publish-progress", Map.of()));
+        Pipeline.KafkaOutput full = PipelineParser.parse("p.sql", EVENTS + String.format(table, "'output.kafka.topic' = 'kpis', "
+                + "'output.kafka.mode' = 'updates', 'output.kafka.exactly-once' = 'true', 'output.kafka.progress-topic' = 'kpis-progress', "
+                + "'kafka.option.bootstrap.servers' = 'b:9092', 'kafka.option.linger.ms' = '50'")).tables().get(0).output();
+        assertThat(full).isEqualTo(new Pipeline.KafkaOutput("kpis", Pipeline.KafkaOutput.Mode.UPDATES, true, "kpis-progress",
+                Map.of("bootstrap.servers", "b:9092", "linger.ms", "50")));
+        assertThat(PipelineParser.parse("p.sql", EVENTS + String.format(table,
+                "'output.kafka.mode' = 'FINAL', 'output.kafka.topic' = 'o'")).tables().get(0).output().mode())
+                .isEqualTo(Pipeline.KafkaOutput.Mode.FINAL);
+        assertThat(PipelineParser.parse("p.sql", EVENTS + table.replace("TBLPROPERTIES (%s) ", "")).tables().get(0).kafkaOutput()).isEmpty();
+
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.mode' = 'updates'"))).isEqualTo("p.sql:5:1: Kafka output settings "
+                + "on KPI table 't' without a topic; write instead: TBLPROPERTIES ('output.kafka.topic' = 't', ...)");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.mode' = 'all'"))).isEqualTo(
+                "p.sql:5:1: 'output.kafka.mode' = 'all'; write instead: 'final' (a window once it is final, then each correction) or "
+                + "'updates' (every change)");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.exactly-once' = 'yes'"))).isEqualTo(
+                "p.sql:5:1: 'output.kafka.exactly-once' = 'yes'; write instead: 'true' or 'false'");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.partitions' = '3'"))).startsWith(
+                "p.sql:5:1: table property 'output.kafka.partitions' on KPI table 't'; Kafka output knows 'output.kafka.topic', "
+                + "'output.kafka.mode', 'output.kafka.exactly-once', 'output.kafka.progress-topic'; write instead: output.kafka.topic: ");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'a b'"))).isEqualTo("p.sql:5:1: 'a b' is not a Kafka "
+                + "topic name; write instead: letters, digits, '.', '_' and '-', at most 249 of them");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'p', 'output.kafka.progress-topic' = 'p'"))).isEqualTo(
+                "p.sql:5:1: the output topic of 't' is also its progress topic; consumers of the output would read the publisher's "
+                + "bookkeeping; write instead: another 'output.kafka.progress-topic'");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'kafka.option.value.serializer' = 'x'"))).isEqualTo(
+                "p.sql:5:1: 'kafka.option.value.serializer'; Tidemark sets the producer's serializers, idempotence and acks itself "
+                + "(every record written to all in-sync replicas, once); write instead: no 'kafka.option.value.serializer'");
     }
 
     @Test

@@ -1,0 +1,170 @@
+package io.tidemark.tests;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import io.tidemark.generate.GenerationReport;
+import io.tidemark.generate.IngestMode;
+import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.TrafficProfile;
+import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.operations.ConservationCheck;
+import io.tidemark.reconcile.DayOutcome;
+import io.tidemark.reconcile.DaySelection;
+import io.tidemark.reconcile.ReconcileJob;
+import io.tidemark.reconcile.ReconcileResult;
+import io.tidemark.stream.StreamingJob;
+
+/**
+ * The payments pipeline with both KPI tables published to Kafka, on the real broker and through
+ * crashes: merchant_1m every change, exactly-once; country_1h final windows only, at-least-once. The
+ * stream (its spark-submit entry point, in child JVMs) is killed with SIGKILL five times while it
+ * publishes, then runs to the end; reconcile is killed three times as soon as it has replaced the
+ * day (its publishing starts then), then runs to the end. After the stream, and again after reconcile,
+ * each output topic, read whole by Spark's own Kafka source (read_committed for the transactional
+ * one), holds per key at its highest version exactly the table's row (every row for updates, the final
+ * ones for final) and nothing else; the exactly-once topic has no (key, version) twice and no key whose
+ * version goes backwards; reconcile's corrections carry versions of its commits; status shows no lag.
+ */
+class KafkaOutputTest {
+    static SharedInfrastructure infra;
+
+    @RegisterExtension
+    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
+
+    @Test
+    void theTopicsHoldTheTablesThroughKilledStreamsAndReconciles() throws Exception {
+        Path dir = infra.newDir("kafka-output");
+        String topic = "kafka-output-" + dir.getFileName();
+        String merchants = topic + "-merchant";
+        String countries = topic + "-country";
+        Path pipeline = Files.writeString(dir.resolve("payments.sql"), OutputTopics.pipeline(topic, merchants, countries));
+        infra.broker.createTopic(topic, 2);
+        // Two hours and five minutes of payments from 23:00 the day before yesterday: that day closes (the hopping table's
+        // last window of it ends at 00:45, the lateness is 10 minutes).
+        LocalDate day = LocalDate.now(ZoneOffset.UTC).minusDays(2);
+        Instant from = day.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().minus(1, ChronoUnit.HOURS);
+        TrafficSpec spec = TrafficSpec.builder().profile(TrafficProfile.PAYMENTS).topic(topic).ingestMode(IngestMode.BACKLOG).count(3_000L)
+                .ratePerSecond(0).eventClockStart(from).eventsPerSecondOfEventTime(0.4).lateFraction(0.1).invalidFraction(0.05).seed(13)
+                .build();
+        GenerationReport produced = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of()).produce(spec, null);
+        assertThat(produced.messages()).isEqualTo(3_000);
+
+        TidemarkConfig config = infra.config(dir, topic).set(TidemarkConfig.Key.PIPELINE, pipeline.toString())
+                .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "200").build();
+        List<String> streamArgs = List.of("--available-now", "--pipeline", pipeline.toString(),
+                "kafka.bootstrap-servers=" + config.bootstrapServers(), "lakehouse=" + config.lakehouseUri(),
+                "stream.checkpoint=" + config.checkpointUri(), "stream.max-offsets-per-trigger=200");
+        Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
+        Path merchantLog = Path.of(config.lakehouseUri(), "merchant_1m", "_delta_log");
+        List<String> kills = new ArrayList<>();
+        // Five SIGKILLs of the stream, each two batches after the last start and a moment later: a batch has just committed,
+        // and the background publisher is at work on it (or on what the killed run left).
+        for (int kill = 0; kill < 5; kill++) {
+            long target = PaymentsKillTest.commits(progressLog) + 2;
+            JobProcess stream = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream-" + kill + ".log"));
+            long deadline = System.currentTimeMillis() + 240_000;
+            while (PaymentsKillTest.commits(progressLog) < target && System.currentTimeMillis() < deadline && stream.process.isAlive()) {
+                Thread.sleep(50);
+            }
+            Thread.sleep(200L * kill);
+            assertThat(stream.process.isAlive()).as("stream run %d is still at work when killed\n%s", kill, stream.tail()).isTrue();
+            stream.kill();
+            kills.add("stream after " + PaymentsKillTest.commits(progressLog) + " progress commits");
+        }
+        JobProcess last = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream-last.log"));
+        assertThat(last.await(300)).as("the last stream run\n%s", last.tail()).isZero();
+
+        Lakehouse lakehouse = Lakehouse.of(config);
+        OutputTopics topics = new OutputTopics(infra.spark, infra.broker.bootstrapServers());
+        ConservationCheck.Report report = ConservationCheck.check(infra.spark, lakehouse, produced.messages());
+        assertThat(report.violations()).as(report.summary()).isEmpty();
+        assertThat(report.duplicates()).isZero();
+        assertThat(report.lateEvents()).as("late payments").isPositive();
+        long beforeReconcile = lakehouse.version(infra.spark, Table.kpi("merchant_1m"));
+        topics.assertOutputIsTheTable(lakehouse, "merchant_1m", merchants, true, false);
+        topics.assertOutputIsTheTable(lakehouse, "country_1h", countries, false, true);
+
+        // Three SIGKILLs of reconcile as soon as it has replaced the day in merchant_1m: its publishing starts then.
+        List<String> reconcileArgs = List.of("--from", day.toString(), "--to", day.toString(),
+                "kafka.bootstrap-servers=" + config.bootstrapServers(), "lakehouse=" + config.lakehouseUri());
+        for (int kill = 0; kill < 3; kill++) {
+            long before = PaymentsKillTest.commits(merchantLog);
+            JobProcess reconcile = JobProcess.start(ReconcileJob.class, reconcileArgs, Map.of(), dir.resolve("reconcile-" + kill + ".log"));
+            long deadline = System.currentTimeMillis() + 240_000;
+            while (PaymentsKillTest.commits(merchantLog) == before && System.currentTimeMillis() < deadline && reconcile.process.isAlive()) {
+                Thread.sleep(20);
+            }
+            Thread.sleep(250L * kill);
+            assertThat(reconcile.process.isAlive()).as("reconcile run %d is still at work when killed\n%s", kill, reconcile.tail()).isTrue();
+            reconcile.kill();
+            kills.add("reconcile after merchant_1m version " + (PaymentsKillTest.commits(merchantLog) - 1));
+        }
+        System.out.println("killed: " + kills);
+        ByteArrayOutputStream printed = new ByteArrayOutputStream();
+        ReconcileResult result = new ReconcileJob(infra.spark, config, new PrintStream(printed, true, StandardCharsets.UTF_8))
+                .run(DaySelection.day(day), false);
+        assertThat(result.days()).extracting(DayOutcome::status).containsExactly(DayOutcome.Status.RECONCILED);
+        long reconciled = lakehouse.version(infra.spark, Table.kpi("merchant_1m"));
+        long countryVersion = lakehouse.version(infra.spark, Table.kpi("country_1h"));
+        assertThat(reconciled).isGreaterThan(beforeReconcile);
+        assertThat(printed.toString(StandardCharsets.UTF_8)).contains("kafka output: merchant_1m -> " + merchants
+                + " published up to version " + reconciled + ", 0 behind; country_1h -> " + countries + " published up to version "
+                + countryVersion + ", 0 behind");
+        topics.assertOutputIsTheTable(lakehouse, "merchant_1m", merchants, true, false);
+        topics.assertOutputIsTheTable(lakehouse, "country_1h", countries, false, true);
+        // reconcile's corrections, as versions of its commits (the first one that replaced the day: the reruns changed nothing)
+        Dataset<Row> corrections = topics.latest(merchants, true).where("source = 'batch'");
+        assertThat(corrections.count()).isEqualTo(lakehouse.read(infra.spark, Table.kpi("merchant_1m")).where("source = 'batch'").count());
+        assertThat(corrections.where("version <= " + beforeReconcile + " OR version > " + reconciled).count()).isZero();
+
+        // tidemark status: each output published up to the table's newest version
+        java.io.StringWriter out = new java.io.StringWriter();
+        int code = io.tidemark.launcher.Tidemark.run(new String[] {"status", "--json", "--set", "lakehouse=" + config.lakehouseUri(),
+                        "--set", "stream.checkpoint=" + config.checkpointUri(), "--set", "kafka.bootstrap-servers=" + config.bootstrapServers()},
+                Map.of(), new java.io.PrintWriter(out), new java.io.PrintWriter(new java.io.StringWriter()),
+                io.tidemark.launcher.Tidemark.Sessions.shared(infra.spark));
+        assertThat(code).as(out.toString()).isZero();
+        com.fasterxml.jackson.databind.JsonNode outputs = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.toString())
+                .get("kafka_output");
+        assertThat(outputs.toString()).isEqualTo("[{\"table\":\"merchant_1m\",\"topic\":\"" + merchants + "\",\"mode\":\"updates\","
+                + "\"exactly_once\":true,\"latest_version\":" + reconciled + ",\"published_version\":" + reconciled + ",\"lag_versions\":0,"
+                + "\"problem\":null},{\"table\":\"country_1h\",\"topic\":\"" + countries + "\",\"mode\":\"final\",\"exactly_once\":false,"
+                + "\"latest_version\":" + countryVersion + ",\"published_version\":" + countryVersion + ",\"lag_versions\":0,\"problem\":null}]");
+
+        // The record format, to the byte: the key's fields in their order, decimals with their scale, UTC times in milliseconds.
+        String time = "\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:00\\.000Z\"";
+        String amount = "(\\d+\\.\\d\\d|null)";
+        List<Row> sample = topics.latest(merchants, true).where("v IS NOT NULL").select("k", "v").collectAsList();
+        assertThat(sample).hasSizeGreaterThan(50).allSatisfy(r -> {
+            assertThat(r.getString(0)).matches("\\{\"table\":\"merchant_1m\",\"window_start\":" + time
+                    + ",\"merchant_id\":\"mer-\\d{5}\",\"country\":\"[A-Z]{2}\"}");
+            assertThat(r.getString(1)).matches("\\{\"table\":\"merchant_1m\",\"window_start\":" + time + ",\"window_end\":" + time
+                    + ",\"merchant_id\":\"mer-\\d{5}\",\"country\":\"[A-Z]{2}\",\"txns\":\\d+,\"approved_amount\":" + amount
+                    + ",\"declined\":\\d+,\"users\":\\d+,\"p95_amount\":" + amount + ",\"max_amount\":" + amount
+                    + ",\"is_final\":(true|false),\"source\":\"(stream|batch)\",\"version\":\\d+}");
+        });
+    }
+}
