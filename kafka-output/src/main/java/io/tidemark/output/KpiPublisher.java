@@ -60,7 +60,8 @@ import io.tidemark.lakehouse.pipeline.Pipeline;
  * so nothing that did not commit is published. How far publishing has come is a record in the
  * progress topic (key: lakehouse, table and output topic; value: the last Delta version published); each round
  * reads the feed from the next version to the newest and publishes what {@link KpiChanges} decides,
- * then the new progress. With exactly-once, a round is one Kafka transaction holding both, under a
+ * then the new progress. A table's first publication is its rows at its newest version, day by day,
+ * each day's round recording the day it reached ({@link Progress}), so an interrupted one resumes. With exactly-once, a round is one Kafka transaction holding both, under a
  * {@code transactional.id} stable per lakehouse and table: a round killed midway is aborted, and
  * whoever publishes next (the restarted stream, a reconcile) first fences any other writer and then
  * reads the committed progress, so a read_committed consumer sees each (key, version) once. Without
@@ -89,8 +90,8 @@ public final class KpiPublisher implements AutoCloseable {
     private final Map<String, Object> clientSettings;
     private final String progressKey;
     private KafkaProducer<byte[], byte[]> producer;
-    /** The last version published, as this publisher knows it; null until read from the progress topic. */
-    private Long published;
+    /** How far publishing has come, as this publisher knows it; null until read from the progress topic. */
+    private Progress progress;
     /** For the lag: the newest table version a round saw, and the last version known published (kept across failures); -1 = not yet. */
     private volatile long latestSeen = -1;
     private volatile long confirmed = -1;
@@ -178,20 +179,21 @@ public final class KpiPublisher implements AutoCloseable {
         latestSeen = latest;
         try {
             open();
-            if (published == null) {
-                published = readProgress().orElse(null);
-                if (published != null) {
-                    confirmed = published;
+            if (progress == null) {
+                progress = readProgress().orElse(null);
+                if (progress != null && progress.complete()) {
+                    confirmed = progress.version();
                 }
             }
-            if (published == null) {
-                round(spark, snapshot(spark, latest), latest);
+            if (progress == null || !progress.complete()) {
+                snapshot(spark, progress == null ? new Progress(latest, null) : progress);
                 total++;
             }
-            while (published < latest) {
-                long to = Math.min(latest, published + VERSIONS_PER_ROUND);
-                round(spark, changes(spark, published + 1, to), to);
-                total += to - published;
+            while (progress.version() < latest) {
+                long from = progress.version();
+                long to = Math.min(latest, from + VERSIONS_PER_ROUND);
+                round(changes(spark, from + 1, to), new Progress(to, null));
+                total += to - from;
             }
             return total;
         } catch (ProducerFencedException | InvalidProducerEpochException fenced) {
@@ -224,13 +226,56 @@ public final class KpiPublisher implements AutoCloseable {
         return latest < 0 || done < 0 ? Optional.empty() : Optional.of(Math.max(0, latest - done));
     }
 
-    /** The last version published, as last read or written here. */
+    /** The last version published whole, as last read or written here. */
     public Optional<Long> published() {
-        return Optional.ofNullable(published);
+        return Optional.ofNullable(progress).filter(Progress::complete).map(Progress::version);
     }
 
-    /** One round: the records of versions up to {@code to}, then the progress; one transaction with exactly-once. */
-    private void round(SparkSession spark, List<KpiChanges.Change> changes, long to) {
+    /**
+     * How far publishing has come: every version through {@code version}; or, while the first
+     * publication of a table (its rows at {@code version}, day by day) is under way, its days through
+     * {@code snapshotThrough}. The value of the progress record: {@code "12"}, or {@code "12 2026-12-01"}.
+     */
+    record Progress(long version, java.time.LocalDate snapshotThrough) {
+        boolean complete() {
+            return snapshotThrough == null;
+        }
+
+        String encode() {
+            return complete() ? Long.toString(version) : version + " " + snapshotThrough;
+        }
+
+        static Progress decode(String value) {
+            String[] parts = value.trim().split(" ");
+            return new Progress(Long.parseLong(parts[0]), parts.length > 1 ? java.time.LocalDate.parse(parts[1]) : null);
+        }
+    }
+
+    /**
+     * The first publication of the table, or the rest of one a crash interrupted: its rows at the
+     * progress's version, one round per day (a day's rows fit in memory, a table's might not), each
+     * recording the day it reached, the last one the version as published whole.
+     */
+    private void snapshot(SparkSession spark, Progress from) {
+        List<java.time.LocalDate> days = new ArrayList<>();
+        for (Row r : lakehouse.readAt(spark, delta, from.version()).select("event_date").distinct().collectAsList()) {
+            java.time.LocalDate d = r.getDate(0).toLocalDate();
+            if (from.complete() || d.isAfter(from.snapshotThrough())) {
+                days.add(d);
+            }
+        }
+        java.util.Collections.sort(days);
+        if (days.isEmpty()) {
+            round(List.of(), new Progress(from.version(), null));
+        }
+        for (int i = 0; i < days.size(); i++) {
+            Dataset<Row> day = lakehouse.readAt(spark, delta, from.version()).where(col("event_date").equalTo(lit(java.sql.Date.valueOf(days.get(i)))));
+            round(project(day, lit(from.version()), lit("insert")), new Progress(from.version(), i == days.size() - 1 ? null : days.get(i)));
+        }
+    }
+
+    /** One round: the records of {@code changes}, then the progress {@code next}; one transaction with exactly-once. */
+    private void round(List<KpiChanges.Change> changes, Progress next) {
         List<KpiChanges.Publication> records = KpiChanges.publications(changes, output.mode());
         List<Future<RecordMetadata>> sent = new ArrayList<>(records.size() + 1);
         if (output.exactlyOnce()) {
@@ -246,7 +291,7 @@ public final class KpiPublisher implements AutoCloseable {
                 check(sent);
                 sent.clear();
             }
-            sent.add(producer.send(record(output.progressTopic(), progressKey, Long.toString(to), to)));
+            sent.add(producer.send(record(output.progressTopic(), progressKey, next.encode(), next.version())));
             if (output.exactlyOnce()) {
                 producer.commitTransaction();
             } else {
@@ -265,9 +310,11 @@ public final class KpiPublisher implements AutoCloseable {
             }
             throw e;
         }
-        LOG.debug("{}: published {} record(s) of versions up to {}", table.name(), records.size(), to);
-        published = to;
-        confirmed = to;
+        LOG.debug("{}: published {} record(s), progress {}", table.name(), records.size(), next.encode());
+        progress = next;
+        if (next.complete()) {
+            confirmed = next.version();
+        }
     }
 
     private static void check(List<Future<RecordMetadata>> sent) {
@@ -295,11 +342,6 @@ public final class KpiPublisher implements AutoCloseable {
         return project(lakehouse.changes(spark, delta, from, to), col("_commit_version"), col("_change_type"));
     }
 
-    /** Every row of the table at {@code version}, as inserts of that version: what a first round publishes. */
-    private List<KpiChanges.Change> snapshot(SparkSession spark, long version) {
-        return project(lakehouse.readAt(spark, delta, version), lit(version), lit("insert"));
-    }
-
     private List<KpiChanges.Change> project(Dataset<Row> rows, Column version, Column type) {
         List<Column> key = new ArrayList<>(List.of(lit(table.name()).as("table"), col("window_start")));
         table.dimensions().forEach(d -> key.add(col(d.name())));
@@ -318,8 +360,8 @@ public final class KpiPublisher implements AutoCloseable {
         return out;
     }
 
-    /** The last version published for this table, from the progress topic (committed records only). */
-    Optional<Long> readProgress() {
+    /** How far this table's publishing has come, from the progress topic (committed records only). */
+    Optional<Progress> readProgress() {
         return readProgress(Duration.ofSeconds(30));
     }
 
@@ -330,7 +372,7 @@ public final class KpiPublisher implements AutoCloseable {
     public OutputStatus status(SparkSession spark, Duration timeout) {
         long latest = lakehouse.exists(spark, delta) ? lakehouse.version(spark, delta) : -1;
         try {
-            Optional<Long> done = readProgress(timeout);
+            Optional<Long> done = readProgress(timeout).filter(Progress::complete).map(Progress::version);
             return new OutputStatus(table.name(), output, latest, done.orElse(null),
                     done.map(d -> Math.max(0, latest - d)).orElse(null), null);
         } catch (RuntimeException e) {
@@ -349,7 +391,7 @@ public final class KpiPublisher implements AutoCloseable {
     public record OutputStatus(String table, Pipeline.KafkaOutput output, long latestVersion, Long published, Long lag, String problem) {
     }
 
-    private Optional<Long> readProgress(Duration timeout) {
+    private Optional<Progress> readProgress(Duration timeout) {
         Map<String, Object> settings = new HashMap<>(clientSettings);
         settings.keySet().removeIf(k -> ProducerConfig.configNames().contains(k) && !ConsumerConfig.configNames().contains(k));
         settings.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
@@ -371,7 +413,7 @@ public final class KpiPublisher implements AutoCloseable {
             consumer.seekToBeginning(partitions);
             // With read_committed, the end offsets are the last stable ones: every transaction before them has completed.
             Map<TopicPartition, Long> end = consumer.endOffsets(partitions, timeout);
-            Long last = null;
+            Progress last = null;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (partitions.stream().anyMatch(p -> consumer.position(p, timeout) < end.get(p))) {
                 if (System.nanoTime() > deadline) {
@@ -379,7 +421,7 @@ public final class KpiPublisher implements AutoCloseable {
                 }
                 for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
                     if (r.key() != null && progressKey.equals(new String(r.key(), StandardCharsets.UTF_8))) {
-                        last = r.value() == null ? null : Long.parseLong(new String(r.value(), StandardCharsets.UTF_8));
+                        last = r.value() == null ? null : Progress.decode(new String(r.value(), StandardCharsets.UTF_8));
                     }
                 }
             }
@@ -407,7 +449,7 @@ public final class KpiPublisher implements AutoCloseable {
         Properties props = new Properties();
         props.putAll(settings);
         producer = new KafkaProducer<>(props);
-        published = null; // read again: another writer may have published meanwhile
+        progress = null; // read again: another writer may have published meanwhile
         if (output.exactlyOnce()) {
             // Fences any other producer with this id and waits until its open transaction is completed or aborted.
             producer.initTransactions();
@@ -425,7 +467,7 @@ public final class KpiPublisher implements AutoCloseable {
     }
 
     private void reset() {
-        published = null;
+        progress = null;
         if (producer != null) {
             try {
                 producer.close(Duration.ofSeconds(5));

@@ -77,8 +77,21 @@ public final class StreamFailure extends RuntimeException {
         if (t instanceof StreamFailure f) {
             return Optional.of(f);
         }
-        return incompatibleDefinition(t).or(() -> heldElsewhere(t)).or(() -> metricsEndpoint(t)).or(() -> kafkaDataLoss(t, config))
-                .or(() -> storage(t, config));
+        return incompatibleDefinition(t).or(() -> heldElsewhere(t)).or(() -> metricsEndpoint(t)).or(() -> refused(t))
+                .or(() -> kafkaDataLoss(t, config)).or(() -> storage(t, config));
+    }
+
+    /**
+     * A start refused before anything was written, for input to correct (a schema registry that is not
+     * there, a Kafka output topic without compaction): exit 2, its one line.
+     */
+    public static Optional<StreamFailure> refused(Throwable t) {
+        for (Throwable c = t; c != null; c = next(c)) {
+            if (c instanceof io.tidemark.lakehouse.RequestRefusedException e) {
+                return Optional.of(new StreamFailure(e.getMessage(), ExitCode.BAD_INPUT, t));
+            }
+        }
+        return Optional.empty();
     }
 
     /** The metrics endpoint cannot listen ({@link StreamMetrics}): exit 2, nothing was read or written. */

@@ -64,6 +64,7 @@ public final class StreamingJob {
         checkBeforeStart();
         takeLeases();
         startMetrics();
+        prepareOutput();
         prepare(spark, config); // the lease is held: no other stream commits meanwhile
         startOutput();
         Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
@@ -127,11 +128,10 @@ public final class StreamingJob {
     }
 
     /**
-     * The KPI tables' Kafka output, publishing in the background from now on: first what committed
-     * before this start and was not published (a crash's leftovers), then each batch. Its topics are
-     * created or checked first; a topic that cannot serve (not compacted, broker unreachable) refuses the start.
+     * The KPI tables' Kafka output topics, created or checked before any table is: a topic that cannot
+     * serve (not compacted, broker unreachable) refuses the start with nothing written.
      */
-    private void startOutput() {
+    private void prepareOutput() {
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
         output = io.tidemark.output.OutputPublisher.of(Lakehouse.of(config), pipeline, config.bootstrapServers()).orElse(null);
         if (output == null) {
@@ -140,8 +140,19 @@ public final class StreamingJob {
         try {
             output.prepareTopics();
         } catch (RuntimeException e) {
+            output = null;
             close();
             throw e;
+        }
+    }
+
+    /**
+     * The Kafka output, publishing in the background from now on: first what committed before this
+     * start and was not published (a crash's leftovers), then each batch.
+     */
+    private void startOutput() {
+        if (output == null) {
+            return;
         }
         output.start(spark);
         writer.publishingTo(output);

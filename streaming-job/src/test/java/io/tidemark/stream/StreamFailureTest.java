@@ -67,6 +67,15 @@ class StreamFailureTest {
     }
 
     @Test
+    void aRefusedStartIsInputToCorrectInOneLine() {
+        io.tidemark.lakehouse.RequestRefusedException refused = new io.tidemark.lakehouse.RequestRefusedException("the Kafka topic out of "
+                + "t's output has cleanup.policy=delete: a consumer rebuilds the table only from a compacted topic");
+        StreamFailure f = StreamFailure.explain(new IllegalStateException("starting", refused), config).orElseThrow();
+        assertThat(f.exitCode()).isEqualTo(2);
+        assertThat(f.line()).isEqualTo(refused.getMessage());
+    }
+
+    @Test
     void anUnrelatedFailureIsNotSwallowed() {
         assertThat(StreamFailure.explain(new IllegalStateException("something else", new java.io.IOException("connection reset")), config))
                 .isEmpty();

@@ -72,6 +72,17 @@ class KafkaOutputTest {
         GenerationReport produced = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of()).produce(spec, null);
         assertThat(produced.messages()).isEqualTo(3_000);
 
+        // An output topic that exists without compaction refuses the start, in one line, before any table is written.
+        String deleting = topic + "-deleting";
+        infra.broker.createTopic(deleting, 1);
+        Path refusedPipeline = Files.writeString(dir.resolve("refused.sql"), OutputTopics.pipeline(topic, deleting, countries));
+        TidemarkConfig refused = infra.config(dir.resolve("refused"), topic).set(TidemarkConfig.Key.PIPELINE, refusedPipeline.toString()).build();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new StreamingJob(infra.spark, refused, null).start(true))
+                .isInstanceOf(io.tidemark.lakehouse.RequestRefusedException.class)
+                .hasMessage("the Kafka topic " + deleting + " of merchant_1m's output has cleanup.policy=delete: a consumer rebuilds the table "
+                        + "only from a compacted topic. Set cleanup.policy=compact on it, or name another topic in merchant_1m's TBLPROPERTIES");
+        assertThat(Path.of(refused.lakehouseUri(), "merchant_1m")).doesNotExist();
+
         TidemarkConfig config = infra.config(dir, topic).set(TidemarkConfig.Key.PIPELINE, pipeline.toString())
                 .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "200").build();
         List<String> streamArgs = List.of("--available-now", "--pipeline", pipeline.toString(),
@@ -80,11 +91,17 @@ class KafkaOutputTest {
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
         Path merchantLog = Path.of(config.lakehouseUri(), "merchant_1m", "_delta_log");
         List<String> kills = new ArrayList<>();
+        // The first run has no Kafka output: the outputs are added to tables that hold rows of two days already (eight batches
+        // of 200 reach past midnight), which the next run publishes first, day by day, as their rows at its first version.
+        Path without = Files.writeString(dir.resolve("without-output.sql"), OutputTopics.pipeline(topic, null, null));
+        List<String> withoutArgs = new ArrayList<>(streamArgs);
+        withoutArgs.set(withoutArgs.indexOf(pipeline.toString()), without.toString());
         // Five SIGKILLs of the stream, each two batches after the last start and a moment later: a batch has just committed,
         // and the background publisher is at work on it (or on what the killed run left).
         for (int kill = 0; kill < 5; kill++) {
-            long target = PaymentsKillTest.commits(progressLog) + 2;
-            JobProcess stream = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream-" + kill + ".log"));
+            long target = PaymentsKillTest.commits(progressLog) + (kill == 0 ? 9 : 2);
+            JobProcess stream = JobProcess.start(StreamingJob.class, kill == 0 ? withoutArgs : streamArgs, Map.of(),
+                    dir.resolve("stream-" + kill + ".log"));
             long deadline = System.currentTimeMillis() + 240_000;
             while (PaymentsKillTest.commits(progressLog) < target && System.currentTimeMillis() < deadline && stream.process.isAlive()) {
                 Thread.sleep(50);
@@ -93,6 +110,11 @@ class KafkaOutputTest {
             assertThat(stream.process.isAlive()).as("stream run %d is still at work when killed\n%s", kill, stream.tail()).isTrue();
             stream.kill();
             kills.add("stream after " + PaymentsKillTest.commits(progressLog) + " progress commits");
+            if (kill == 0) {
+                assertThat(infra.spark.read().format("delta").load(Path.of(config.lakehouseUri(), "merchant_1m").toString())
+                        .select("event_date").distinct().count()).as("days in merchant_1m before its output was declared")
+                        .isGreaterThanOrEqualTo(2);
+            }
         }
         JobProcess last = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream-last.log"));
         assertThat(last.await(300)).as("the last stream run\n%s", last.tail()).isZero();

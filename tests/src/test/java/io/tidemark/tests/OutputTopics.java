@@ -29,15 +29,20 @@ final class OutputTopics {
 
     /**
      * The shipped payments pipeline on {@code topic}, with merchant_1m published to {@code merchants} (every change,
-     * exactly-once) and country_1h to {@code countries} (final windows, at-least-once).
+     * exactly-once) and country_1h to {@code countries} (final windows, at-least-once); null for none.
      */
     static String pipeline(String topic, String merchants, String countries) throws IOException {
-        return Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("pipelines/payments.sql"))
-                .replace("topic 'payments'", "topic '" + topic + "'")
-                .replace("CREATE STREAMING TABLE merchant_1m AS", "CREATE STREAMING TABLE merchant_1m TBLPROPERTIES ("
-                        + "'output.kafka.topic' = '" + merchants + "', 'output.kafka.mode' = 'updates', 'output.kafka.exactly-once' = 'true') AS")
-                .replace("CREATE STREAMING TABLE country_1h AS", "CREATE STREAMING TABLE country_1h TBLPROPERTIES ("
-                        + "'output.kafka.topic' = '" + countries + "') AS");
+        String text = Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("pipelines/payments.sql"))
+                .replace("topic 'payments'", "topic '" + topic + "'");
+        if (merchants != null) {
+            text = text.replace("CREATE STREAMING TABLE merchant_1m AS", "CREATE STREAMING TABLE merchant_1m TBLPROPERTIES ("
+                    + "'output.kafka.topic' = '" + merchants + "', 'output.kafka.mode' = 'updates', 'output.kafka.exactly-once' = 'true') AS");
+        }
+        if (countries != null) {
+            text = text.replace("CREATE STREAMING TABLE country_1h AS", "CREATE STREAMING TABLE country_1h TBLPROPERTIES ("
+                    + "'output.kafka.topic' = '" + countries + "') AS");
+        }
+        return text;
     }
 
     /** Every record of an output topic, oldest first, with its key, version (header) and value fields as columns. */
