@@ -208,14 +208,6 @@ public final class KpiPublisher implements AutoCloseable {
         }
     }
 
-    /** The versions committed but not yet published (the publish lag), as this publisher last knew the progress. */
-    public Optional<Long> lag(SparkSession spark) {
-        if (confirmed < 0) {
-            return Optional.empty();
-        }
-        return Optional.of(Math.max(0, lakehouse.version(spark, delta) - confirmed));
-    }
-
     /**
      * The publish lag as of the last round, without reading anything: the newest version that round saw
      * minus the last one known published; empty before both are known.

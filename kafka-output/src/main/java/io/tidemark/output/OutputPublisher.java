@@ -117,19 +117,6 @@ public final class OutputPublisher implements AutoCloseable {
         }
     }
 
-    /** Per table with output: the Delta versions committed but not yet published, when known. */
-    public Map<String, Long> lag(SparkSession spark) {
-        Map<String, Long> out = new TreeMap<>();
-        for (KpiPublisher p : publishers) {
-            try {
-                p.lag(spark).ifPresent(l -> out.put(p.table().name(), l));
-            } catch (RuntimeException e) {
-                LOG.debug("publish lag of {} unknown", p.table().name(), e);
-            }
-        }
-        return out;
-    }
-
     /** Per table: the publish lag as of its last round ({@link KpiPublisher#lastLag}), when known; no I/O. */
     public Map<String, Long> lastLag() {
         Map<String, Long> out = new TreeMap<>();
@@ -142,9 +129,9 @@ public final class OutputPublisher implements AutoCloseable {
         return new TreeMap<>(failing);
     }
 
-    /** One line: per table, its topic, the last version published and the lag, as known here. */
-    public String describe(SparkSession spark) {
-        Map<String, Long> lag = lag(spark);
+    /** One line: per table, its topic, the last version published and the lag, as of its last round. */
+    public String describe() {
+        Map<String, Long> lag = lastLag();
         List<String> parts = new ArrayList<>();
         for (KpiPublisher p : publishers) {
             String name = p.table().name();
@@ -157,11 +144,6 @@ public final class OutputPublisher implements AutoCloseable {
     /** Per table, its output as {@code tidemark status} shows it ({@link KpiPublisher#status}). */
     public List<KpiPublisher.OutputStatus> status(SparkSession spark, Duration timeout) {
         return publishers.stream().map(p -> p.status(spark, timeout)).toList();
-    }
-
-    /** The tables it publishes. */
-    public List<String> tables() {
-        return publishers.stream().map(p -> p.table().name()).toList();
     }
 
     /**

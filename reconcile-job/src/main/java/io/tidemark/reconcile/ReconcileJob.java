@@ -352,7 +352,7 @@ public final class ReconcileJob {
         }
         try (io.tidemark.output.OutputPublisher o = output.get()) {
             o.publishNow(spark);
-            out.println("kafka output: " + o.describe(spark));
+            out.println("kafka output: " + o.describe());
         }
     }
 
