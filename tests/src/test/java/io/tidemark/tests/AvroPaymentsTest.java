@@ -118,7 +118,7 @@ class AvroPaymentsTest {
         assertThat(lakehouse.read(infra.spark, Table.RAW_EVENTS).count()).isEqualTo(sent.stream().filter(s -> s.reason() == null).count());
         // Read from the files: while the stream waits, its tasks hold both of Spark's cores here, and a query would wait behind them.
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
-        long batchesBefore = PaymentsKillTest.commits(progressLog);
+        long batchesBefore = TableChecks.commits(progressLog);
 
         // The registry goes away; the next messages need a schema id the stream has not seen yet.
         Path away = dir.resolve("schemas-away");
@@ -129,7 +129,7 @@ class AvroPaymentsTest {
         stream.keepRunning();
         assertThat(stream.failures).as("the stream waits, it does not fail").isEmpty();
         assertThat(stream.batchRunning()).as("a batch is held, waiting for the registry").isTrue();
-        assertThat(PaymentsKillTest.commits(progressLog)).as("the waiting batch has not committed").isEqualTo(batchesBefore);
+        assertThat(TableChecks.commits(progressLog)).as("the waiting batch has not committed").isEqualTo(batchesBefore);
         Files.writeString(away.resolve("6.avsc"), V3);
         Files.move(away, schemas);
         stream.drainAndStop();

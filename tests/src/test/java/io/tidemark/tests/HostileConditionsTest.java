@@ -369,7 +369,7 @@ class HostileConditionsTest {
     }
 
     private void killAndRestartStream() throws Exception {
-        long before = commits(progressLog);
+        long before = TableChecks.commits(progressLog);
         Instant at = Instant.now();
         stream.kill();
         startStream();
@@ -394,7 +394,7 @@ class HostileConditionsTest {
     private long awaitNewCommit(long before, Duration timeout) throws Exception {
         long start = System.nanoTime();
         long deadline = start + timeout.toNanos();
-        while (commits(progressLog) <= before) {
+        while (TableChecks.commits(progressLog) <= before) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("no batch committed within " + timeout + "; stream log:\n" + stream.tail());
             }
@@ -404,14 +404,6 @@ class HostileConditionsTest {
         return (System.nanoTime() - start) / 1_000_000;
     }
 
-    private static long commits(Path deltaLog) throws Exception {
-        if (!Files.isDirectory(deltaLog)) {
-            return 0;
-        }
-        try (var s = Files.list(deltaLog)) {
-            return s.filter(p -> p.getFileName().toString().matches("\\d{20}\\.json")).count();
-        }
-    }
 
     // ------------------------------------------------------------------ the broker
 
@@ -425,7 +417,7 @@ class HostileConditionsTest {
         long downMs = 3_000 + random.nextInt(7_000);
         Thread.sleep(downMs);
         broker.set(LocalKafkaBroker.start(settings));
-        long before = commits(progressLog);
+        long before = TableChecks.commits(progressLog);
         long recover = awaitNewCommit(before, Duration.ofMinutes(10));
         String what = "broker " + (graceful ? "SIGTERM" : "SIGKILL");
         faults.add(new Fault(what, at, recover, "down " + downMs / 1000.0 + " s"));

@@ -25,10 +25,27 @@ final class JobProcess {
 
     final Process process;
     final Path log;
+    private final long startedNanos = System.nanoTime();
+    /** The child's CPU time as last seen while it lived (the JVM cannot read it after the exit). */
+    private java.time.Duration cpu = java.time.Duration.ZERO;
 
     private JobProcess(Process process, Path log) {
         this.process = process;
         this.log = log;
+    }
+
+    /** Notes the child's CPU time so far (its whole life when called just before it ends). */
+    private void sampleCpu() {
+        process.toHandle().info().totalCpuDuration().ifPresent(d -> cpu = d);
+    }
+
+    /**
+     * One line to the test's output per child: wall and CPU seconds, and how it ended. A test run's
+     * children are most of its CPU; these lines say which ones cost what (docs/testing.md).
+     */
+    private void report(String end) {
+        System.out.printf("child JVM %s: %s, wall %.1f s, cpu %.1f s%n", log.getFileName(), end,
+                (System.nanoTime() - startedNanos) / 1e9, cpu.toMillis() / 1000.0);
     }
 
     /** A process started elsewhere (e.g. spark-submit) whose output goes to {@code log}. */
@@ -50,6 +67,11 @@ final class JobProcess {
         cmd.addAll(SHORT_LIVED_JVM);
         cmd.addAll(ClassArchive.options());
         cmd.addAll(Arrays.asList(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")));
+        String jfr = System.getProperty("tidemark.test.child-jfr", "");
+        if (!jfr.isBlank()) {
+            // -Dtidemark.test.child-jfr=profile: each child records a flight recording beside its log, to profile
+            cmd.add("-XX:StartFlightRecording=settings=" + jfr.trim() + ",filename=" + log + ".jfr");
+        }
         systemProperties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
         cmd.add("-cp");
         cmd.add(ClassArchive.childClasspath());
@@ -66,17 +88,26 @@ final class JobProcess {
     }
 
     int await(long timeoutSeconds) throws Exception {
-        if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor();
-            throw new AssertionError("job did not finish in " + timeoutSeconds + " s; log: " + log + "\n" + tail());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        // polled rather than waited for, so its CPU time is seen until shortly before it ends
+        while (!process.waitFor(250, TimeUnit.MILLISECONDS)) {
+            sampleCpu();
+            if (System.nanoTime() > deadline) {
+                process.destroyForcibly().waitFor();
+                report("timed out");
+                throw new AssertionError("job did not finish in " + timeoutSeconds + " s; log: " + log + "\n" + tail());
+            }
         }
+        report("exit " + process.exitValue());
         return process.exitValue();
     }
 
     /** SIGKILL, as {@code kill -9}. */
     void kill() throws Exception {
+        sampleCpu();
         process.destroyForcibly();
         process.waitFor();
+        report("killed");
     }
 
     /**

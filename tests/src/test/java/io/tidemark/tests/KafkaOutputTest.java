@@ -29,6 +29,7 @@ import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.RecordedPipeline;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.reconcile.DayOutcome;
@@ -39,9 +40,10 @@ import io.tidemark.stream.StreamingJob;
 
 /**
  * The payments pipeline with both KPI tables published to Kafka, on the real broker and through
- * crashes: merchant_1m every change, exactly-once; country_1h final windows only, at-least-once. The
- * stream (its spark-submit entry point, in child JVMs) is killed with SIGKILL five times while it
- * publishes, then runs to the end; reconcile is killed three times as soon as it has replaced the
+ * crashes: merchant_1m every change, exactly-once; country_1h final windows only, at-least-once. A
+ * first run without outputs fills two days; then the stream (its spark-submit entry point, in child
+ * JVMs) is killed with SIGKILL five times while it publishes, then runs to the end on the pipeline the
+ * lakehouse recorded; reconcile is killed three times as soon as it has replaced the
  * day (its publishing starts then), then runs to the end. After the stream, and again after reconcile,
  * each output topic, read whole by Spark's own Kafka source (read_committed for the transactional
  * one), holds per key at its highest version exactly the table's row (every row for updates, the final
@@ -91,32 +93,46 @@ class KafkaOutputTest {
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
         Path merchantLog = Path.of(config.lakehouseUri(), "merchant_1m", "_delta_log");
         List<String> kills = new ArrayList<>();
-        // The first run has no Kafka output: the outputs are added to tables that hold rows of two days already (eight batches
-        // of 200 reach past midnight), which the next run publishes first, day by day, as their rows at its first version.
+        // The first run, in this JVM, has no Kafka output and reads up to 1,500 payments (past midnight) in its first batch; it
+        // is stopped once that batch has committed. The outputs are then added to tables that hold rows of two days, which the
+        // next run publishes first, day by day, as their rows at its first version.
         Path without = Files.writeString(dir.resolve("without-output.sql"), OutputTopics.pipeline(topic, null, null));
-        List<String> withoutArgs = new ArrayList<>(streamArgs);
-        withoutArgs.set(withoutArgs.indexOf(pipeline.toString()), without.toString());
-        // Five SIGKILLs of the stream, each two batches after the last start and a moment later: a batch has just committed,
-        // and the background publisher is at work on it (or on what the killed run left).
-        for (int kill = 0; kill < 5; kill++) {
-            long target = PaymentsKillTest.commits(progressLog) + (kill == 0 ? 9 : 2);
-            JobProcess stream = JobProcess.start(StreamingJob.class, kill == 0 ? withoutArgs : streamArgs, Map.of(),
-                    dir.resolve("stream-" + kill + ".log"));
+        TidemarkConfig firstRun = infra.config(dir, topic).set(TidemarkConfig.Key.PIPELINE, without.toString())
+                .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "1500").set(TidemarkConfig.Key.TRIGGER, "1 hour").build();
+        StreamingJob first = new StreamingJob(infra.spark, firstRun, null);
+        try {
+            org.apache.spark.sql.streaming.StreamingQuery query = first.start(false);
             long deadline = System.currentTimeMillis() + 240_000;
-            while (PaymentsKillTest.commits(progressLog) < target && System.currentTimeMillis() < deadline && stream.process.isAlive()) {
+            while (query.lastProgress() == null && query.isActive() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+            }
+            query.stop();
+        } finally {
+            first.close();
+        }
+        assertThat(infra.spark.read().format("delta").load(Path.of(config.lakehouseUri(), "merchant_1m").toString())
+                .select("event_date").distinct().count()).as("days in merchant_1m before its output was declared").isGreaterThanOrEqualTo(2);
+        // Five SIGKILLs of the stream while it publishes: each a moment after the first batch it commits (a replay of the batch
+        // the last one was killed in, or the next), when the background publisher is at work on it or on what the killed run
+        // left (the first one: on the first publication of the tables' two days).
+        for (int kill = 0; kill < 5; kill++) {
+            long target = TableChecks.commits(progressLog) + 1;
+            JobProcess stream = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream-" + kill + ".log"));
+            long deadline = System.currentTimeMillis() + 240_000;
+            while (TableChecks.commits(progressLog) < target && System.currentTimeMillis() < deadline && stream.process.isAlive()) {
                 Thread.sleep(50);
             }
             Thread.sleep(200L * kill);
             assertThat(stream.process.isAlive()).as("stream run %d is still at work when killed\n%s", kill, stream.tail()).isTrue();
             stream.kill();
-            kills.add("stream after " + PaymentsKillTest.commits(progressLog) + " progress commits");
-            if (kill == 0) {
-                assertThat(infra.spark.read().format("delta").load(Path.of(config.lakehouseUri(), "merchant_1m").toString())
-                        .select("event_date").distinct().count()).as("days in merchant_1m before its output was declared")
-                        .isGreaterThanOrEqualTo(2);
-            }
+            kills.add("stream after " + TableChecks.commits(progressLog) + " progress commits");
         }
-        JobProcess last = JobProcess.start(StreamingJob.class, streamArgs, Map.of(), dir.resolve("stream-last.log"));
+        assertThat(Path.of(RecordedPipeline.location(config.lakehouseUri()))).as("the stream records its pipeline in the lakehouse")
+                .hasContent(Files.readString(pipeline));
+        // The last run is given no pipeline: it runs the one the lakehouse records (with the outputs).
+        List<String> recordedArgs = new ArrayList<>(streamArgs);
+        recordedArgs.removeAll(List.of("--pipeline", pipeline.toString()));
+        JobProcess last = JobProcess.start(StreamingJob.class, recordedArgs, Map.of(), dir.resolve("stream-last.log"));
         assertThat(last.await(300)).as("the last stream run\n%s", last.tail()).isZero();
 
         Lakehouse lakehouse = Lakehouse.of(config);
@@ -133,16 +149,16 @@ class KafkaOutputTest {
         List<String> reconcileArgs = List.of("--from", day.toString(), "--to", day.toString(),
                 "kafka.bootstrap-servers=" + config.bootstrapServers(), "lakehouse=" + config.lakehouseUri());
         for (int kill = 0; kill < 3; kill++) {
-            long before = PaymentsKillTest.commits(merchantLog);
+            long before = TableChecks.commits(merchantLog);
             JobProcess reconcile = JobProcess.start(ReconcileJob.class, reconcileArgs, Map.of(), dir.resolve("reconcile-" + kill + ".log"));
             long deadline = System.currentTimeMillis() + 240_000;
-            while (PaymentsKillTest.commits(merchantLog) == before && System.currentTimeMillis() < deadline && reconcile.process.isAlive()) {
+            while (TableChecks.commits(merchantLog) == before && System.currentTimeMillis() < deadline && reconcile.process.isAlive()) {
                 Thread.sleep(20);
             }
             Thread.sleep(250L * kill);
             assertThat(reconcile.process.isAlive()).as("reconcile run %d is still at work when killed\n%s", kill, reconcile.tail()).isTrue();
             reconcile.kill();
-            kills.add("reconcile after merchant_1m version " + (PaymentsKillTest.commits(merchantLog) - 1));
+            kills.add("reconcile after merchant_1m version " + (TableChecks.commits(merchantLog) - 1));
         }
         System.out.println("killed: " + kills);
         ByteArrayOutputStream printed = new ByteArrayOutputStream();

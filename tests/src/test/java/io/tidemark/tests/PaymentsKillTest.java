@@ -61,7 +61,7 @@ class PaymentsKillTest {
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
         JobProcess job = JobProcess.start(StreamingJob.class, args, Map.of(), dir.resolve("stream.log"));
         long deadline = System.currentTimeMillis() + 180_000;
-        while (commits(progressLog) < 3 && System.currentTimeMillis() < deadline && job.process.isAlive()) {
+        while (TableChecks.commits(progressLog) < 3 && System.currentTimeMillis() < deadline && job.process.isAlive()) {
             Thread.sleep(100);
         }
         // inside a batch: the next one starts as soon as the last has committed
@@ -141,12 +141,4 @@ class PaymentsKillTest {
         return d.selectExpr(columns).collectAsList().stream().map(Row::toString).sorted().toList();
     }
 
-    static long commits(Path deltaLog) throws Exception {
-        if (!Files.isDirectory(deltaLog)) {
-            return 0;
-        }
-        try (var s = Files.list(deltaLog)) {
-            return s.filter(p -> p.getFileName().toString().endsWith(".json")).count();
-        }
-    }
 }

@@ -49,7 +49,7 @@ class SingleWriterTest {
         JobProcess running = JobProcess.start(StreamingJob.class, args, Map.of(), dir.resolve("running.log"));
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
         long deadline = System.currentTimeMillis() + 180_000;
-        while (commits(progressLog) < 2 && System.currentTimeMillis() < deadline && running.process.isAlive()) {
+        while (TableChecks.commits(progressLog) < 2 && System.currentTimeMillis() < deadline && running.process.isAlive()) {
             Thread.sleep(200);
         }
         assertThat(running.process.isAlive()).as("the first stream runs\n%s", running.tail()).isTrue();
@@ -102,12 +102,4 @@ class SingleWriterTest {
         }
     }
 
-    private static long commits(Path deltaLog) throws Exception {
-        if (!Files.isDirectory(deltaLog)) {
-            return 0;
-        }
-        try (var s = Files.list(deltaLog)) {
-            return s.filter(p -> p.getFileName().toString().endsWith(".json")).count();
-        }
-    }
 }

@@ -90,13 +90,13 @@ class StandaloneClusterTest {
             int streamUi = PrometheusServer.freePort();
             JobProcess stream = cluster.submit("io.tidemark.stream.StreamingJob", 2, streamUi, settings, List.of(), dir.resolve("stream.log"));
             Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
-            awaitTrue("the stream's first batch", 300, stream, 200, () -> commits(progressLog) >= 2);
+            awaitTrue("the stream's first batch", 300, stream, 200, () -> TableChecks.commits(progressLog) >= 2);
             String app = StandaloneCluster.appId(streamUi);
 
             // Two executor JVMs SIGKILLed, each while it runs a task of a batch, in different batches.
             List<String> killed = new ArrayList<>();
             for (int k = 0; k < 2; k++) {
-                long progressBefore = commits(progressLog);
+                long progressBefore = TableChecks.commits(progressLog);
                 Set<String> known = new TreeSet<>(StandaloneCluster.executors(streamUi).keySet());
                 String[] victim = new String[1];
                 awaitTrue("an executor running a task", 120, stream, 20, () -> {
@@ -125,12 +125,12 @@ class StandaloneClusterTest {
                         throw new IllegalStateException(e);
                     }
                 });
-                awaitTrue("a batch committed after kill " + (k + 1), 300, stream, 200, () -> commits(progressLog) > progressBefore);
+                awaitTrue("a batch committed after kill " + (k + 1), 300, stream, 200, () -> TableChecks.commits(progressLog) > progressBefore);
             }
 
             // A reconcile on the same cluster while the stream runs: the first day of the event clock, once it closes.
             awaitTrue("day " + day + " closed", 600, stream, () -> ClosedDays.load(infra.spark, lakehouse).isClosed(day));
-            long progressAtSubmit = commits(progressLog);
+            long progressAtSubmit = TableChecks.commits(progressLog);
             JobProcess reconcile = cluster.submit("io.tidemark.reconcile.ReconcileJob", 2, PrometheusServer.freePort(),
                     Map.of("lakehouse", config.lakehouseUri()), List.of("--from", day.toString(), "--to", day.toString()),
                     dir.resolve("reconcile.log"));
@@ -141,7 +141,7 @@ class StandaloneClusterTest {
             assertThat(folded.find()).as("the reconcile's line for %s\n%s", day, reconcile.tail()).isTrue();
             long foldedIn = Long.parseLong(folded.group(1).replace(",", ""));
             assertThat(foldedIn).as("late records of %s the reconcile folded in", day).isPositive();
-            long progressDuringReconcile = commits(progressLog) - progressAtSubmit;
+            long progressDuringReconcile = TableChecks.commits(progressLog) - progressAtSubmit;
 
             awaitTrue("the stream draining the topic", 600, stream, () -> TableChecks.rowCounts(infra.spark, lakehouse,
                     List.of(Table.RAW_EVENTS, Table.DEAD_LETTER)).values().stream().mapToLong(Long::longValue).sum() == produced.messages());
@@ -200,14 +200,4 @@ class StandaloneClusterTest {
         }
     }
 
-    private static long commits(Path deltaLog) {
-        if (!Files.isDirectory(deltaLog)) {
-            return 0;
-        }
-        try (var s = Files.list(deltaLog)) {
-            return s.filter(p -> p.getFileName().toString().endsWith(".json")).count();
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException(e);
-        }
-    }
 }

@@ -85,10 +85,10 @@ class StreamCrashRecoveryTest {
         Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
         int kills = 0;
         for (int i = 0; i < 2; i++) {
-            long before = commits(progressLog);
+            long before = TableChecks.commits(progressLog);
             JobProcess job = JobProcess.start(StreamingJob.class, args, Map.of(), log);
             long deadline = System.currentTimeMillis() + 120_000;
-            while (commits(progressLog) < before + 1 && System.currentTimeMillis() < deadline && job.process.isAlive()) {
+            while (TableChecks.commits(progressLog) < before + 1 && System.currentTimeMillis() < deadline && job.process.isAlive()) {
                 Thread.sleep(100);
             }
             Thread.sleep(random.nextInt(4000));
@@ -164,12 +164,4 @@ class StreamCrashRecoveryTest {
         }).sorted().toList();
     }
 
-    private static long commits(Path deltaLog) throws Exception {
-        if (!Files.isDirectory(deltaLog)) {
-            return 0;
-        }
-        try (var s = Files.list(deltaLog)) {
-            return s.filter(p -> p.getFileName().toString().endsWith(".json")).count();
-        }
-    }
 }

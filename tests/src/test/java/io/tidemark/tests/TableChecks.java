@@ -66,4 +66,19 @@ final class TableChecks {
         }
         return out;
     }
+
+    /**
+     * The commits in a Delta log so far (its {@code NNN.json} files), read from the directory rather than by
+     * Spark, so a test can poll it cheaply while a job in another JVM writes the table.
+     */
+    static long commits(java.nio.file.Path deltaLog) {
+        if (!java.nio.file.Files.isDirectory(deltaLog)) {
+            return 0;
+        }
+        try (var s = java.nio.file.Files.list(deltaLog)) {
+            return s.filter(p -> p.getFileName().toString().matches("\\d{20}\\.json")).count();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 }
