@@ -29,19 +29,33 @@ public final class KpiChanges {
      * @param key     the record key (table, window, dimensions) as published
      * @param content the row as published, without its version
      * @param isFinal the row's is_final
+     * @param wire    the key and the value (with this version) as an Avro output writes them; null for JSON, where
+     *                {@code key} and {@code content} are what is written
      */
-    public record Change(long version, String type, String key, String content, boolean isFinal) {
+    public record Change(long version, String type, String key, String content, boolean isFinal, Wire wire) {
+        public Change(long version, String type, String key, String content, boolean isFinal) {
+            this(version, type, key, content, isFinal, null);
+        }
+
         boolean after() {
             return type.equals("insert") || type.equals("update_postimage");
         }
+    }
+
+    /** A record's key and value in an encoding of their own (Avro's wire format); the decisions are made on the JSON. */
+    public record Wire(byte[] key, byte[] value) {
     }
 
     /**
      * A record for the output topic.
      *
      * @param value the row with its version; null for a row that no longer exists (a tombstone, the version in a header)
+     * @param wire  the key and value as written when the output is not JSON (the value null for a tombstone), else null
      */
-    public record Publication(String key, String value, long version) {
+    public record Publication(String key, String value, long version, Wire wire) {
+        public Publication(String key, String value, long version) {
+            this(key, value, version, null);
+        }
     }
 
     /** The records {@code changes} publish, in version order (and by key within a version). */
@@ -64,10 +78,10 @@ public final class KpiChanges {
                 if (after != null) {
                     boolean changed = before == null || !before.content().equals(after.content());
                     if (changed && (mode == Mode.UPDATES || after.isFinal())) {
-                        out.add(new Publication(k.getKey(), withVersion(after.content(), version), version));
+                        out.add(new Publication(k.getKey(), withVersion(after.content(), version), version, after.wire()));
                     }
                 } else if (mode == Mode.UPDATES || before.isFinal()) {
-                    out.add(new Publication(k.getKey(), null, version));
+                    out.add(new Publication(k.getKey(), null, version, before.wire() == null ? null : new Wire(before.wire().key(), null)));
                 }
             }
         }

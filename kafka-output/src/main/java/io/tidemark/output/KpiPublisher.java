@@ -18,6 +18,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import org.apache.avro.Schema;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.Config;
@@ -50,6 +51,7 @@ import org.slf4j.LoggerFactory;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
+import io.tidemark.lakehouse.SchemaRegistry;
 import io.tidemark.lakehouse.pipeline.Measure;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 
@@ -90,6 +92,9 @@ public final class KpiPublisher implements AutoCloseable {
     private final Map<String, Object> clientSettings;
     private final String progressKey;
     private KafkaProducer<byte[], byte[]> producer;
+    /** With {@code output.kafka.format = 'avro'}: the key's and the value's schema and registry id, once registered. */
+    private AvroRecords avroKey;
+    private AvroRecords avroValue;
     /** How far publishing has come, as this publisher knows it; null until read from the progress topic. */
     private Progress progress;
     /** For the lag: the newest table version a round saw, and the last version known published (kept across failures); -1 = not yet. */
@@ -127,6 +132,12 @@ public final class KpiPublisher implements AutoCloseable {
      * topic that exists without compaction, where a consumer could not rebuild the table from it.
      */
     public void prepareTopics() {
+        if (output.format() == Pipeline.KafkaOutput.Format.AVRO) {
+            // Down or mistyped at start is an error; down later makes the publishing rounds wait and retry.
+            new SchemaRegistry(output.schemaRegistry(), Duration.ofSeconds(30)).unreachable().ifPresent(why -> {
+                throw new RequestRefusedException(why + ": start the registry, or correct 'output.kafka.schema-registry' of " + table.name());
+            });
+        }
         try (Admin admin = Admin.create(adminSettings())) {
             create(admin, output.topic());
             create(admin, output.progressTopic());
@@ -275,7 +286,8 @@ public final class KpiPublisher implements AutoCloseable {
         }
         try {
             for (KpiChanges.Publication p : records) {
-                sent.add(producer.send(record(output.topic(), p.key(), p.value(), p.version())));
+                sent.add(producer.send(p.wire() == null ? record(output.topic(), p.key(), p.value(), p.version())
+                        : record(output.topic(), p.wire().key(), p.wire().value(), p.version())));
             }
             if (!output.exactlyOnce()) {
                 // The records before the progress that covers them: a crash in between publishes them again, never loses them.
@@ -323,8 +335,11 @@ public final class KpiPublisher implements AutoCloseable {
     }
 
     private static ProducerRecord<byte[], byte[]> record(String topic, String key, String value, long version) {
-        ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, key.getBytes(StandardCharsets.UTF_8),
-                value == null ? null : value.getBytes(StandardCharsets.UTF_8));
+        return record(topic, key.getBytes(StandardCharsets.UTF_8), value == null ? null : value.getBytes(StandardCharsets.UTF_8), version);
+    }
+
+    private static ProducerRecord<byte[], byte[]> record(String topic, byte[] key, byte[] value, long version) {
+        ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, key, value);
         r.headers().add(new RecordHeader(VERSION_HEADER, Long.toString(version).getBytes(StandardCharsets.UTF_8)));
         return r;
     }
@@ -344,12 +359,54 @@ public final class KpiPublisher implements AutoCloseable {
         }
         content.add(col("is_final"));
         content.add(col("source"));
+        List<Column> selected = new ArrayList<>(List.of(version.cast("long").as("v"), type.as("t"),
+                to_json(struct(key.toArray(Column[]::new)), JSON).as("k"), to_json(struct(content.toArray(Column[]::new)), JSON).as("c"),
+                col("is_final")));
+        boolean avro = output.format() == Pipeline.KafkaOutput.Format.AVRO;
+        if (avro) {
+            List<Column> value = new ArrayList<>(content);
+            value.add(version.cast("long").as("version"));
+            selected.add(struct(key.toArray(Column[]::new)).as("ks"));
+            selected.add(struct(value.toArray(Column[]::new)).as("vs"));
+        }
+        Dataset<Row> projected = rows.select(selected.toArray(Column[]::new));
+        if (avro) {
+            registerSchemas(projected);
+        }
         List<KpiChanges.Change> out = new ArrayList<>();
-        for (Row r : rows.select(version.cast("long").as("v"), type.as("t"), to_json(struct(key.toArray(Column[]::new)), JSON).as("k"),
-                to_json(struct(content.toArray(Column[]::new)), JSON).as("c"), col("is_final")).collectAsList()) {
-            out.add(new KpiChanges.Change(r.getLong(0), r.getString(1), r.getString(2), r.getString(3), r.getBoolean(4)));
+        for (Row r : projected.collectAsList()) {
+            KpiChanges.Wire wire = avro ? new KpiChanges.Wire(avroKey.encode(r.getStruct(5)), avroValue.encode(r.getStruct(6))) : null;
+            out.add(new KpiChanges.Change(r.getLong(0), r.getString(1), r.getString(2), r.getString(3), r.getBoolean(4), wire));
         }
         return out;
+    }
+
+    /**
+     * The Avro output's key and value schemas, made from the published structs and registered under
+     * {@code <topic>-key} and {@code <topic>-value} (Confluent's TopicNameStrategy), once per publisher:
+     * a registry that does not answer fails the round, which the next one retries.
+     */
+    private void registerSchemas(Dataset<Row> projected) {
+        if (avroKey != null) {
+            return;
+        }
+        org.apache.spark.sql.types.StructType s = projected.schema();
+        Schema keySchema = AvroRecords.schemaOf((org.apache.spark.sql.types.StructType) s.apply("ks").dataType(), table.name() + "_key");
+        // The version is never null, whether it comes from the change data feed (a nullable column) or a first publication's
+        // constant: one schema for both, so every publisher registers the same one.
+        org.apache.spark.sql.types.StructType value = new org.apache.spark.sql.types.StructType(java.util.Arrays.stream(
+                ((org.apache.spark.sql.types.StructType) s.apply("vs").dataType()).fields())
+                .map(f -> f.name().equals("version") ? new org.apache.spark.sql.types.StructField(f.name(), f.dataType(), false, f.metadata()) : f)
+                .toArray(org.apache.spark.sql.types.StructField[]::new));
+        Schema valueSchema = AvroRecords.schemaOf(value, table.name() + "_value");
+        SchemaRegistry registry = new SchemaRegistry(output.schemaRegistry(), Duration.ofSeconds(30));
+        try {
+            AvroRecords k = new AvroRecords(keySchema, registry.register(output.topic() + "-key", keySchema));
+            avroValue = new AvroRecords(valueSchema, registry.register(output.topic() + "-value", valueSchema));
+            avroKey = k;
+        } catch (java.io.IOException e) {
+            throw new KafkaException("cannot register the Avro schemas of " + table.name() + "'s output: " + e.getMessage(), e);
+        }
     }
 
     /** How far this table's publishing has come, from the progress topic (committed records only). */

@@ -1,5 +1,6 @@
 package io.tidemark.stream;
 
+import io.tidemark.lakehouse.SchemaRegistry;
 import java.io.Serializable;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;

@@ -1,5 +1,6 @@
 package io.tidemark.stream;
 
+import io.tidemark.lakehouse.SchemaRegistry;
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.ByteBuffer;

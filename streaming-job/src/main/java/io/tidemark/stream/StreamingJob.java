@@ -1,5 +1,6 @@
 package io.tidemark.stream;
 
+import io.tidemark.lakehouse.SchemaRegistry;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;

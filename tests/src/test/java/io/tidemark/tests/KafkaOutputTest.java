@@ -40,7 +40,8 @@ import io.tidemark.stream.StreamingJob;
 
 /**
  * The payments pipeline with both KPI tables published to Kafka, on the real broker and through
- * crashes: merchant_1m every change, exactly-once; country_1h final windows only, at-least-once. A
+ * crashes: merchant_1m every change, exactly-once, in JSON; country_1h final windows only, at-least-once,
+ * in Avro (Confluent's wire format, its schemas registered in a schema directory). A
  * first run without outputs fills two days; then the stream (its spark-submit entry point, in child
  * JVMs) is killed with SIGKILL five times while it publishes, then runs to the end on the pipeline the
  * lakehouse recorded; reconcile is killed three times as soon as it has replaced the
@@ -62,7 +63,9 @@ class KafkaOutputTest {
         String topic = "kafka-output-" + dir.getFileName();
         String merchants = topic + "-merchant";
         String countries = topic + "-country";
-        Path pipeline = Files.writeString(dir.resolve("payments.sql"), OutputTopics.pipeline(topic, merchants, countries));
+        // country_1h's output is Avro, its key and value schemas registered in a directory (a registry exported to files)
+        Path schemas = Files.createDirectories(dir.resolve("schemas"));
+        Path pipeline = Files.writeString(dir.resolve("payments.sql"), OutputTopics.pipeline(topic, merchants, countries, schemas.toString()));
         infra.broker.createTopic(topic, 2);
         // Two hours and five minutes of payments from 23:00 the day before yesterday: that day closes (the hopping table's
         // last window of it ends at 00:45, the lateness is 10 minutes).
@@ -136,7 +139,7 @@ class KafkaOutputTest {
         assertThat(last.await(300)).as("the last stream run\n%s", last.tail()).isZero();
 
         Lakehouse lakehouse = Lakehouse.of(config);
-        OutputTopics topics = new OutputTopics(infra.spark, infra.broker.bootstrapServers());
+        OutputTopics topics = new OutputTopics(infra.spark, infra.broker.bootstrapServers()).avro(countries, schemas.toString());
         ConservationCheck.Report report = ConservationCheck.check(infra.spark, lakehouse, produced.messages());
         assertThat(report.violations()).as(report.summary()).isEmpty();
         assertThat(report.duplicates()).isZero();
@@ -144,6 +147,17 @@ class KafkaOutputTest {
         long beforeReconcile = lakehouse.version(infra.spark, Table.kpi("merchant_1m"));
         topics.assertOutputIsTheTable(lakehouse, "merchant_1m", merchants, true, false);
         topics.assertOutputIsTheTable(lakehouse, "country_1h", countries, false, true);
+        // country_1h's two schemas, registered once (the directory's ids 1 and 2), are the ones its records name
+        try (var files = Files.list(schemas)) {
+            assertThat(files.map(f -> f.getFileName().toString()).sorted().toList()).containsExactly("1.avsc", "2.avsc");
+        }
+        assertThat(new org.apache.avro.Schema.Parser().parse(Files.readString(schemas.resolve("1.avsc"))).getFields())
+                .extracting(org.apache.avro.Schema.Field::name).containsExactly("table", "window_start", "country");
+        org.apache.avro.Schema countryValue = new org.apache.avro.Schema.Parser().parse(Files.readString(schemas.resolve("2.avsc")));
+        assertThat(countryValue.getFullName()).isEqualTo("io.tidemark.kpi.country_1h_value");
+        assertThat(countryValue.getFields()).extracting(org.apache.avro.Schema.Field::name).containsExactly("table", "window_start", "window_end",
+                "country", "txns", "avg_amount", "min_amount", "users", "is_final", "source", "version");
+        assertThat(topics.schemaIds(countries)).containsExactly(1, 2);
 
         // Three SIGKILLs of reconcile as soon as it has replaced the day in merchant_1m: its publishing starts then.
         List<String> reconcileArgs = List.of("--from", day.toString(), "--to", day.toString(),

@@ -21,10 +21,18 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 final class OutputTopics {
     private final SparkSession spark;
     private final String bootstrapServers;
+    /** Topics written in Avro, with the registry their schemas are in: their records are decoded to the JSON output's form. */
+    private final java.util.Map<String, String> avroTopics = new java.util.HashMap<>();
 
     OutputTopics(SparkSession spark, String bootstrapServers) {
         this.spark = spark;
         this.bootstrapServers = bootstrapServers;
+    }
+
+    /** {@code topic} is written in Avro, its schemas in {@code registry}. */
+    OutputTopics avro(String topic, String registry) {
+        avroTopics.put(topic, registry);
+        return this;
     }
 
     /**
@@ -32,6 +40,11 @@ final class OutputTopics {
      * exactly-once) and country_1h to {@code countries} (final windows, at-least-once); null for none.
      */
     static String pipeline(String topic, String merchants, String countries) throws IOException {
+        return pipeline(topic, merchants, countries, null);
+    }
+
+    /** As {@link #pipeline(String, String, String)}, country_1h's output in Avro with its schemas registered in {@code countriesRegistry}. */
+    static String pipeline(String topic, String merchants, String countries, String countriesRegistry) throws IOException {
         String text = Files.readString(Path.of(System.getProperty("user.dir")).getParent().resolve("pipelines/payments.sql"))
                 .replace("topic 'payments'", "topic '" + topic + "'");
         if (merchants != null) {
@@ -40,7 +53,8 @@ final class OutputTopics {
         }
         if (countries != null) {
             text = text.replace("CREATE STREAMING TABLE country_1h AS", "CREATE STREAMING TABLE country_1h TBLPROPERTIES ("
-                    + "'output.kafka.topic' = '" + countries + "') AS");
+                    + "'output.kafka.topic' = '" + countries + "'" + (countriesRegistry == null ? "" : ", 'output.kafka.format' = 'avro', "
+                    + "'output.kafka.schema-registry' = '" + countriesRegistry + "'") + ") AS");
         }
         return text;
     }
@@ -50,8 +64,70 @@ final class OutputTopics {
         Dataset<Row> raw = spark.read().format("kafka").option("kafka.bootstrap.servers", bootstrapServers)
                 .option("subscribe", topic).option("startingOffsets", "earliest").option("endingOffsets", "latest")
                 .option("includeHeaders", "true").option("kafka.isolation.level", readCommitted ? "read_committed" : "read_uncommitted").load();
-        return raw.selectExpr("CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v", "partition", "offset",
+        Dataset<Row> records = raw.selectExpr("CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v", "partition", "offset",
                 "CAST(CAST(filter(headers, h -> h.key = 'tidemark-version')[0].value AS STRING) AS BIGINT) AS header_version");
+        String registry = avroTopics.get(topic);
+        if (registry == null) {
+            return records;
+        }
+        // Avro: each key and value decoded by Avro's own reader with the writer schema its header names, as JSON in the JSON output's form
+        io.tidemark.lakehouse.SchemaRegistry schemas = new io.tidemark.lakehouse.SchemaRegistry(registry, java.time.Duration.ofSeconds(10));
+        List<Row> decoded = new java.util.ArrayList<>();
+        for (Row r : raw.selectExpr("key", "value", "partition", "offset",
+                "CAST(CAST(filter(headers, h -> h.key = 'tidemark-version')[0].value AS STRING) AS BIGINT) AS header_version").collectAsList()) {
+            decoded.add(org.apache.spark.sql.RowFactory.create(json(schemas, (byte[]) r.get(0)), json(schemas, (byte[]) r.get(1)), r.get(2), r.get(3),
+                    r.get(4)));
+        }
+        return spark.createDataFrame(decoded, records.schema());
+    }
+
+    /** The ids of the schemas an Avro topic's keys and values name in their headers, each once. */
+    List<Integer> schemaIds(String topic) {
+        return spark.read().format("kafka").option("kafka.bootstrap.servers", bootstrapServers).option("subscribe", topic)
+                .option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+                .selectExpr("explode(array(key, value)) AS b").where("b IS NOT NULL")
+                .selectExpr("conv(hex(substring(b, 2, 4)), 16, 10) AS id").distinct().orderBy("id").collectAsList().stream()
+                .map(r -> Integer.parseInt(r.getString(0))).toList();
+    }
+
+    /** A record in Confluent's wire format, decoded and written as the JSON output writes it (UTC times in milliseconds, decimals as numbers). */
+    private static String json(io.tidemark.lakehouse.SchemaRegistry schemas, byte[] wire) {
+        if (wire == null) {
+            return null;
+        }
+        assertThat(wire[0]).as("the wire format's magic byte").isZero();
+        int id = java.nio.ByteBuffer.wrap(wire, 1, 4).getInt();
+        org.apache.avro.Schema schema = schemas.writerSchema(id).orElseThrow(() -> new AssertionError("schema id " + id + " is not registered"));
+        try {
+            org.apache.avro.generic.GenericRecord record = new org.apache.avro.generic.GenericDatumReader<org.apache.avro.generic.GenericRecord>(schema)
+                    .read(null, org.apache.avro.io.DecoderFactory.get().binaryDecoder(wire, 5, wire.length - 5, null));
+            com.fasterxml.jackson.databind.node.ObjectNode out = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+            for (org.apache.avro.Schema.Field f : schema.getFields()) {
+                Object v = record.get(f.name());
+                org.apache.avro.Schema type = f.schema().getType() == org.apache.avro.Schema.Type.UNION ? f.schema().getTypes().get(1) : f.schema();
+                if (v == null) {
+                    out.putNull(f.name());
+                } else if (type.getLogicalType() instanceof org.apache.avro.LogicalTypes.TimestampMillis) {
+                    out.put(f.name(), java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSX").withZone(java.time.ZoneOffset.UTC)
+                            .format(java.time.Instant.ofEpochMilli((Long) v)));
+                } else if (type.getLogicalType() instanceof org.apache.avro.LogicalTypes.Decimal d) {
+                    out.put(f.name(), new org.apache.avro.Conversions.DecimalConversion().fromBytes((java.nio.ByteBuffer) v, type, d));
+                } else if (v instanceof Long l) {
+                    out.put(f.name(), l);
+                } else if (v instanceof Integer i) {
+                    out.put(f.name(), i);
+                } else if (v instanceof Double x) {
+                    out.put(f.name(), x);
+                } else if (v instanceof Boolean b) {
+                    out.put(f.name(), b);
+                } else {
+                    out.put(f.name(), v.toString());
+                }
+            }
+            return out.toString();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** Per key, its record with the highest version, the value's fields parsed (null fields: a tombstone). */

@@ -259,8 +259,23 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
      * @param progressTopic   the compacted topic where the publisher records how far it has published
      * @param producerOptions Kafka producer settings ({@code kafka.option.<name>}), bootstrap.servers among them when given
      */
-    public record KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, java.util.Map<String, String> producerOptions) {
+    /**
+     * A KPI table's Kafka output, declared in its TBLPROPERTIES.
+     *
+     * @param format         how keys and values are written: JSON, or Avro in Confluent's wire format
+     * @param schemaRegistry for AVRO: where the key and value schemas are registered (a Confluent-compatible registry's URL,
+     *                       or a directory of schema files named by id); null for JSON
+     */
+    public record KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, java.util.Map<String, String> producerOptions,
+                              Format format, String schemaRegistry) {
         public enum Mode { FINAL, UPDATES }
+
+        public enum Format { JSON, AVRO }
+
+        /** A JSON output. */
+        public KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, java.util.Map<String, String> producerOptions) {
+            this(topic, mode, exactlyOnce, progressTopic, producerOptions, Format.JSON, null);
+        }
 
         /** The progress topic when the pipeline names none. */
         public static final String DEFAULT_PROGRESS_TOPIC = "tidemark-publish-progress";

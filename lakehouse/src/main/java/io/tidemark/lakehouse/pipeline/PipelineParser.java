@@ -488,12 +488,10 @@ public final class PipelineParser {
                     "format 'avro' with it, or no schema_registry");
         }
         if (format.equals("avro")) {
-            registry = required(options, "schema_registry", start, "schema_registry 'http://localhost:8081'");
-            boolean url = registry.startsWith("http://") || registry.startsWith("https://");
-            if (registry.startsWith("file:")) {
-                registry = Path.of(java.net.URI.create(registry)).toString();
-            } else if (!url && !Path.of(registry).isAbsolute()) {
-                throw refuse(literals.get("schema_registry"), "schema_registry '" + registry + "' is neither a URL nor an absolute path "
+            String given = required(options, "schema_registry", start, "schema_registry 'http://localhost:8081'");
+            registry = registryLocation(given);
+            if (registry == null) {
+                throw refuse(literals.get("schema_registry"), "schema_registry '" + given + "' is neither a URL nor an absolute path "
                         + "(the stream records this file in the lakehouse, where a relative path would mean something else)",
                         "schema_registry 'http://host:8081' or schema_registry '/absolute/path/to/schemas'");
             }
@@ -686,7 +684,7 @@ public final class PipelineParser {
         if (measures.isEmpty()) {
             throw refuse(agg, "no measure", "at least one of " + Measure.Kind.all() + ", AS a name");
         }
-        Pipeline.KafkaOutput output = kafkaOutput(st, name);
+        Pipeline.KafkaOutput output = kafkaOutput(st, name, events);
         measures = tableProperties(st, name, measures, outputNames);
         KpiTable table = new KpiTable(name, window, dimensions, where, measures, output, start);
         if (table.recordCount().isEmpty()) {
@@ -748,6 +746,21 @@ public final class PipelineParser {
         return out;
     }
 
+    /**
+     * A schema registry's location as written in a pipeline: an http(s) URL as it is, a {@code file:} URI or an
+     * absolute path as the path; null for anything else (a relative path would mean another place once the
+     * lakehouse records the file).
+     */
+    static String registryLocation(String given) {
+        if (given.startsWith("http://") || given.startsWith("https://")) {
+            return given;
+        }
+        if (given.startsWith("file:")) {
+            return Path.of(java.net.URI.create(given)).toString();
+        }
+        return Path.of(given).isAbsolute() ? given : null;
+    }
+
     /** The table properties of a KPI table's Kafka output: {@code output.kafka.*}, and {@code kafka.option.*} for its producer. */
     static final String OUTPUT_PREFIX = "output.kafka.";
     static final String PRODUCER_PREFIX = "kafka.option.";
@@ -760,13 +773,17 @@ public final class PipelineParser {
                 + "'false' (the default): at-least-once");
         OUTPUT_OPTIONS.put("progress-topic", "where the publisher records how far it has published (default '"
                 + Pipeline.KafkaOutput.DEFAULT_PROGRESS_TOPIC + "')");
+        OUTPUT_OPTIONS.put("format", "'json' (the default) or 'avro': Confluent's wire format, the schemas registered under <topic>-key "
+                + "and <topic>-value");
+        OUTPUT_OPTIONS.put("schema-registry", "with 'avro': a Confluent-compatible registry's URL or a directory of <id>.avsc files "
+                + "(default: the event table's schema_registry)");
     }
 
     /** Producer settings Tidemark decides itself: the serializers (keys and values are bytes it encodes) and idempotence. */
     private static final Set<String> FIXED_PRODUCER_OPTIONS = Set.of("key.serializer", "value.serializer", "enable.idempotence", "acks");
 
     /** {@code 'output.kafka.topic' = '...'} and its companions in a KPI table's TBLPROPERTIES; null when the table publishes nothing. */
-    private Pipeline.KafkaOutput kafkaOutput(CreateStreamingTableAsSelect st, String table) {
+    private Pipeline.KafkaOutput kafkaOutput(CreateStreamingTableAsSelect st, String table, EventTable events) {
         Map<String, String> props = new java.util.TreeMap<>(CollectionConverters.asJava(st.tableSpec().properties()));
         Map<String, String> output = new java.util.TreeMap<>();
         Map<String, String> producer = new java.util.TreeMap<>();
@@ -820,8 +837,32 @@ public final class PipelineParser {
                         + "idempotence and acks itself (every record written to all in-sync replicas, once)", "no '" + PRODUCER_PREFIX + k + "'");
             }
         }
+        String format = output.getOrDefault("format", "json").toLowerCase(Locale.ROOT);
+        if (!format.equals("json") && !format.equals("avro")) {
+            throw new PipelineException(statementStart(), "'" + OUTPUT_PREFIX + "format' = '" + output.get("format") + "'",
+                    "'json' or 'avro' (Confluent's wire format, with a schema registry)");
+        }
+        String registry = null;
+        if (format.equals("avro")) {
+            registry = output.getOrDefault("schema-registry", events.schemaRegistry());
+            if (registry == null || registry.isBlank()) {
+                throw new PipelineException(statementStart(), "Avro output of KPI table '" + table + "' without a schema registry to "
+                        + "register its schemas in", "'" + OUTPUT_PREFIX + "schema-registry' = 'http://registry:8081' (or the absolute path "
+                        + "of a directory of <id>.avsc files)");
+            }
+            String given = registry;
+            registry = registryLocation(given);
+            if (registry == null) {
+                throw new PipelineException(statementStart(), "'" + OUTPUT_PREFIX + "schema-registry' = '" + given + "' is neither a URL nor "
+                        + "an absolute path (the stream records this file in the lakehouse, where a relative path would mean something else)",
+                        "'http://host:8081' or '/absolute/path/to/schemas'");
+            }
+        } else if (output.containsKey("schema-registry")) {
+            throw new PipelineException(statementStart(), "'" + OUTPUT_PREFIX + "schema-registry' on KPI table '" + table
+                    + "', whose output is JSON", "'" + OUTPUT_PREFIX + "format' = 'avro', or no '" + OUTPUT_PREFIX + "schema-registry'");
+        }
         return new Pipeline.KafkaOutput(topic, Pipeline.KafkaOutput.Mode.valueOf(mode.toUpperCase(Locale.ROOT)), exactlyOnce.equals("true"),
-                progress, producer);
+                progress, producer, Pipeline.KafkaOutput.Format.valueOf(format.toUpperCase(Locale.ROOT)), registry);
     }
 
     private static int indexOf(List<Measure> measures, String name) {

@@ -106,6 +106,29 @@ class PipelineParserTest {
                 .isEqualTo(Pipeline.KafkaOutput.Mode.FINAL);
         assertThat(PipelineParser.parse("p.sql", EVENTS + table.replace("TBLPROPERTIES (%s) ", "")).tables().get(0).kafkaOutput()).isEmpty();
 
+        // Avro: registered in the property's registry, or the Avro event table's; JSON has none
+        assertThat(PipelineParser.parse("p.sql", EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.format' = 'Avro', "
+                + "'output.kafka.schema-registry' = 'http://r:8081'")).tables().get(0).output()).isEqualTo(new Pipeline.KafkaOutput("o",
+                Pipeline.KafkaOutput.Mode.FINAL, false, "tidemark-publish-progress", Map.of(), Pipeline.KafkaOutput.Format.AVRO, "http://r:8081"));
+        String avroEvents = EVENTS.replace("lateness '10 minutes'", "lateness '10 minutes', format 'avro', schema_registry '/srv/schemas'");
+        assertThat(PipelineParser.parse("p.sql", avroEvents + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.format' = 'avro'"))
+                .tables().get(0).output().schemaRegistry()).isEqualTo("/srv/schemas");
+        assertThat(PipelineParser.parse("p.sql", avroEvents + String.format(table, "'output.kafka.topic' = 'o'")).tables().get(0).output()
+                .format()).as("the output's format is its own").isEqualTo(Pipeline.KafkaOutput.Format.JSON);
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.format' = 'avro'"))).isEqualTo("p.sql:5:1: "
+                + "Avro output of KPI table 't' without a schema registry to register its schemas in; write instead: "
+                + "'output.kafka.schema-registry' = 'http://registry:8081' (or the absolute path of a directory of <id>.avsc files)");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.format' = 'avro', "
+                + "'output.kafka.schema-registry' = 'schemas'"))).isEqualTo("p.sql:5:1: 'output.kafka.schema-registry' = 'schemas' is neither "
+                + "a URL nor an absolute path (the stream records this file in the lakehouse, where a relative path would mean something "
+                + "else); write instead: 'http://host:8081' or '/absolute/path/to/schemas'");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.schema-registry' = 'http://r:8081'")))
+                .isEqualTo("p.sql:5:1: 'output.kafka.schema-registry' on KPI table 't', whose output is JSON; write instead: "
+                        + "'output.kafka.format' = 'avro', or no 'output.kafka.schema-registry'");
+        assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.format' = 'protobuf'"))).isEqualTo(
+                "p.sql:5:1: 'output.kafka.format' = 'protobuf'; write instead: 'json' or 'avro' (Confluent's wire format, with a schema "
+                        + "registry)");
+
         assertThat(refusal(EVENTS + String.format(table, "'output.kafka.mode' = 'updates'"))).isEqualTo("p.sql:5:1: Kafka output settings "
                 + "on KPI table 't' without a topic; write instead: TBLPROPERTIES ('output.kafka.topic' = 't', ...)");
         assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.mode' = 'all'"))).isEqualTo(
@@ -115,7 +138,8 @@ class PipelineParserTest {
                 "p.sql:5:1: 'output.kafka.exactly-once' = 'yes'; write instead: 'true' or 'false'");
         assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'o', 'output.kafka.partitions' = '3'"))).startsWith(
                 "p.sql:5:1: table property 'output.kafka.partitions' on KPI table 't'; Kafka output knows 'output.kafka.topic', "
-                + "'output.kafka.mode', 'output.kafka.exactly-once', 'output.kafka.progress-topic'; write instead: output.kafka.topic: ");
+                + "'output.kafka.mode', 'output.kafka.exactly-once', 'output.kafka.progress-topic', 'output.kafka.format', "
+                + "'output.kafka.schema-registry'; write instead: output.kafka.topic: ");
         assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'a b'"))).isEqualTo("p.sql:5:1: 'a b' is not a Kafka "
                 + "topic name; write instead: letters, digits, '.', '_' and '-', at most 249 of them");
         assertThat(refusal(EVENTS + String.format(table, "'output.kafka.topic' = 'p', 'output.kafka.progress-topic' = 'p'"))).isEqualTo(

@@ -1,4 +1,4 @@
-package io.tidemark.stream;
+package io.tidemark.lakehouse;
 
 import java.io.IOException;
 import java.io.Serializable;
@@ -21,9 +21,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
- * Where the writer schemas of Avro events are found by the id of their Confluent wire-format header:
- * a schema registry speaking Confluent's REST API ({@code http://...}: {@code GET /schemas/ids/{id}}),
- * or a directory of schema files named by id ({@code 7.avsc}), a registry exported to files.
+ * Where Avro schemas are found by the id of their Confluent wire-format header (the events' writer
+ * schemas) and registered (the Kafka output's key and value schemas): a schema registry speaking
+ * Confluent's REST API ({@code http://...}: {@code GET /schemas/ids/{id}}, {@code POST
+ * /subjects/{subject}/versions}), or a directory of schema files named by id ({@code 7.avsc}), a
+ * registry exported to files.
  *
  * <p>A schema is fetched once per id and JVM and kept: an id never changes its schema. An id the
  * registry does not know is a property of the record (its reason is UNKNOWN_SCHEMA); a registry that
@@ -163,6 +165,107 @@ public final class SchemaRegistry implements Serializable {
             LOG.warn("schema id {} of the schema registry at {} is not an Avro schema ({}); its records go to dead_letter as UNKNOWN_SCHEMA", id,
                     location, e.getMessage());
             return Optional.empty();
+        }
+    }
+
+    /**
+     * Registers {@code schema} under {@code subject} (Confluent's TopicNameStrategy names them
+     * {@code <topic>-key} and {@code <topic>-value}) and returns its id: the one the registry already
+     * has for the same schema, or a new one. A registry: {@code POST /subjects/{subject}/versions},
+     * which checks the schema against the subject's compatibility rule and refuses an incompatible one
+     * (the registry's message is in the exception). A directory: the id of the {@code <id>.avsc} file
+     * that holds the same schema, else the next free id, claimed by creating its file, so two
+     * publishers registering at once never share an id; a directory keeps no subjects and checks no
+     * compatibility.
+     *
+     * @throws IOException the registry did not answer, or refused the schema
+     */
+    public int register(String subject, Schema schema) throws IOException {
+        if (http()) {
+            String body = JSON.writeValueAsString(java.util.Map.of("schema", schema.toString()));
+            HttpResponse<String> r;
+            try {
+                r = client().send(HttpRequest.newBuilder(URI.create(location + "/subjects/" + java.net.URLEncoder.encode(subject,
+                                java.nio.charset.StandardCharsets.UTF_8) + "/versions")).timeout(Duration.ofSeconds(30))
+                        .header("Content-Type", "application/vnd.schemaregistry.v1+json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                        HttpResponse.BodyHandlers.ofString());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
+            if (r.statusCode() != 200) {
+                throw new IOException("the schema registry at " + location + " refused the schema of subject " + subject + " with HTTP "
+                        + r.statusCode() + ": " + JSON.readTree(r.body()).path("message").asText(r.body()));
+            }
+            int id = JSON.readTree(r.body()).path("id").asInt(-1);
+            if (id < 0) {
+                throw new IOException("the schema registry at " + location + " answered the registration of " + subject + " without an id: "
+                        + r.body());
+            }
+            FETCHED.putIfAbsent(location + "#" + id, schema);
+            return id;
+        }
+        Path dir = Path.of(location);
+        if (!Files.isDirectory(dir)) {
+            throw new IOException("the schema directory " + location + " does not exist");
+        }
+        int highest = 0;
+        try (var files = Files.list(dir)) {
+            for (Path f : files.toList()) {
+                String name = f.getFileName().toString();
+                if (!name.matches("[1-9][0-9]{0,8}\\.avsc")) {
+                    continue;
+                }
+                int id = Integer.parseInt(name.substring(0, name.length() - 5));
+                highest = Math.max(highest, id);
+                try {
+                    if (new Schema.Parser().parse(Files.readString(f)).equals(schema)) {
+                        return id;
+                    }
+                } catch (org.apache.avro.SchemaParseException e) {
+                    // not a schema: its id stays taken
+                }
+            }
+        }
+        for (int id = highest + 1; ; id++) {
+            try {
+                Files.writeString(dir.resolve(id + ".avsc"), schema.toString(true), java.nio.file.StandardOpenOption.CREATE_NEW);
+                return id;
+            } catch (java.nio.file.FileAlreadyExistsException taken) {
+                // another publisher claimed it a moment ago: for the same schema (two registering at once), or the next one
+                try {
+                    if (new Schema.Parser().parse(Files.readString(taken.getFile() == null ? dir.resolve(id + ".avsc") : Path.of(taken.getFile())))
+                            .equals(schema)) {
+                        return id;
+                    }
+                } catch (org.apache.avro.SchemaParseException | IOException halfWritten) {
+                    // being written: a schema of its own
+                }
+            }
+        }
+    }
+
+    /**
+     * A record in Confluent's wire format: the magic byte 0, the schema's id (4 bytes, big-endian),
+     * then the record in Avro's binary encoding, written by Avro's own {@code GenericDatumWriter}.
+     */
+    public static byte[] wire(int id, org.apache.avro.generic.GenericRecord record) {
+        return wire(id, record, new org.apache.avro.generic.GenericDatumWriter<>(record.getSchema()));
+    }
+
+    /** As {@link #wire(int, org.apache.avro.generic.GenericRecord)}, with a writer made once for the record's schema. */
+    public static byte[] wire(int id, org.apache.avro.generic.GenericRecord record,
+                              org.apache.avro.generic.GenericDatumWriter<org.apache.avro.generic.GenericRecord> writer) {
+        try {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
+            out.write(0);
+            out.write(java.nio.ByteBuffer.allocate(4).putInt(id).array());
+            org.apache.avro.io.BinaryEncoder e = org.apache.avro.io.EncoderFactory.get().directBinaryEncoder(out, null);
+            writer.write(record, e);
+            e.flush();
+            return out.toByteArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
