@@ -39,7 +39,7 @@ import io.tidemark.lakehouse.SchemaRegistry;
  * {@code <table>_value} in namespace {@code io.tidemark.kpi}.
  */
 final class AvroRecords {
-    static final String NAMESPACE = "io.tidemark.kpi";
+    private static final String NAMESPACE = "io.tidemark.kpi";
     private static final Conversions.DecimalConversion DECIMALS = new Conversions.DecimalConversion();
 
     private final Schema schema;
@@ -50,14 +50,6 @@ final class AvroRecords {
         this.schema = schema;
         this.id = id;
         this.writer = new GenericDatumWriter<>(schema);
-    }
-
-    Schema schema() {
-        return schema;
-    }
-
-    int id() {
-        return id;
     }
 
     /** The Avro schema of a struct published as record {@code name}; refuses a column type it has no form for. */
