@@ -86,9 +86,12 @@ final class StandaloneCluster implements AutoCloseable {
      * applications) and the job's own arguments.
      */
     JobProcess submit(String mainClass, int cores, int driverUiPort, Map<String, String> settings, List<String> args, Path log) throws Exception {
-        // The driver and the executors live minutes at most: C1 only, as the tests' other child JVMs (JobProcess).
+        // The driver and the executors live minutes at most: C1 only, as the tests' other child JVMs (JobProcess),
+        // and Spark's classes mapped from run-tests' archive of them when there is one (the driver gets it
+        // through SPARK_SUBMIT_OPTS, the executors here).
         String opens = String.join(" ", Files.readAllLines(ROOT.resolve("lakehouse/target/classes/tidemark/jvm.options"))).trim()
-                + " " + String.join(" ", JobProcess.SHORT_LIVED_JVM);
+                + " " + String.join(" ", JobProcess.SHORT_LIVED_JVM)
+                + " " + System.getenv().getOrDefault("TIDEMARK_SPARK_CDS_OPTS", "").trim();
         List<String> cmd = new ArrayList<>(List.of(sparkHome().resolve("bin/spark-submit").toString(),
                 "--master", masterUrl, "--deploy-mode", "client", "--class", mainClass,
                 "--conf", "spark.cores.max=" + cores, "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=768m",
