@@ -288,8 +288,9 @@ final class StatusCommand extends TidemarkCommand {
                     s.oldestUncompacted().map(d -> "; closed days not compacted since " + d + " (tidemark maintain)").orElse(""));
         }
         for (io.tidemark.output.KpiPublisher.OutputStatus o : x.outputs()) {
-            say("output      %-16s -> %s (%s, %s): %s", o.table(), o.output().topic(), o.output().mode().name().toLowerCase(java.util.Locale.ROOT),
-                    o.output().exactlyOnce() ? "exactly-once" : "at-least-once", o.problem() != null
+            say("output      %-16s -> %s (%s, %s, %s): %s", o.table(), o.output().topic(), o.output().mode().name().toLowerCase(java.util.Locale.ROOT),
+                    o.output().exactlyOnce() ? "exactly-once" : "at-least-once", o.output().format().name().toLowerCase(java.util.Locale.ROOT),
+                    o.problem() != null
                             ? "progress unknown, Kafka did not answer (" + o.problem() + ")"
                             : o.published() == null ? "nothing published yet; the table is at version " + o.latestVersion()
                             : "published up to version " + o.published() + " of " + o.latestVersion() + " (" + o.lag() + " behind)");
@@ -465,6 +466,7 @@ final class StatusCommand extends TidemarkCommand {
         for (io.tidemark.output.KpiPublisher.OutputStatus o : x.outputs()) {
             ObjectNode n = outputs.addObject().put("table", o.table()).put("topic", o.output().topic())
                     .put("mode", o.output().mode().name().toLowerCase(java.util.Locale.ROOT)).put("exactly_once", o.output().exactlyOnce())
+                    .put("format", o.output().format().name().toLowerCase(java.util.Locale.ROOT))
                     .put("latest_version", o.latestVersion()).put("published_version", o.published()).put("lag_versions", o.lag());
             n.put("problem", o.problem());
         }

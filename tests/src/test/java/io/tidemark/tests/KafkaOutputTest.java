@@ -202,8 +202,8 @@ class KafkaOutputTest {
         com.fasterxml.jackson.databind.JsonNode outputs = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.toString())
                 .get("kafka_output");
         assertThat(outputs.toString()).isEqualTo("[{\"table\":\"merchant_1m\",\"topic\":\"" + merchants + "\",\"mode\":\"updates\","
-                + "\"exactly_once\":true,\"latest_version\":" + reconciled + ",\"published_version\":" + reconciled + ",\"lag_versions\":0,"
-                + "\"problem\":null},{\"table\":\"country_1h\",\"topic\":\"" + countries + "\",\"mode\":\"final\",\"exactly_once\":false,"
+                + "\"exactly_once\":true,\"format\":\"json\",\"latest_version\":" + reconciled + ",\"published_version\":" + reconciled + ",\"lag_versions\":0,"
+                + "\"problem\":null},{\"table\":\"country_1h\",\"topic\":\"" + countries + "\",\"mode\":\"final\",\"exactly_once\":false,\"format\":\"avro\","
                 + "\"latest_version\":" + countryVersion + ",\"published_version\":" + countryVersion + ",\"lag_versions\":0,\"problem\":null}]");
 
         // The record format, to the byte: the key's fields in their order, decimals with their scale, UTC times in milliseconds.
