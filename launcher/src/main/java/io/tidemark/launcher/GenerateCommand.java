@@ -8,12 +8,15 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import io.tidemark.generate.AvroTraffic;
+import io.tidemark.generate.EventFormat;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.Progress;
 import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.SchemaRegistry;
 import io.tidemark.lakehouse.TidemarkConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -24,6 +27,8 @@ import picocli.CommandLine.Option;
                 + "some deliberately late, some invalid. Deterministic for a seed (byte for byte with --backlog-hours).",
                 "With --profile payments: card payments (pipelines/payments.sql) from merchants and users instead, "
                 + "to the topic 'payments' unless --topic is given.",
+                "With --format avro: the same records in Avro (Confluent's wire format), their writer schemas registered at "
+                + "--schema-registry first.",
                 "With neither --count nor --duration it produces until Ctrl-C."})
 final class GenerateCommand extends TidemarkCommand {
 
@@ -98,6 +103,16 @@ final class GenerateCommand extends TidemarkCommand {
     @Option(names = "--topic", paramLabel = "NAME", description = "Topic (default: the topic setting).")
     String topic;
 
+    @Option(names = "--format", paramLabel = "FORMAT", defaultValue = "json",
+            description = "json, or avro: Confluent's wire format, for an event table with format 'avro'; its invalid messages are "
+                    + "Avro's (no header, an unknown schema id, bytes that do not decode, a field of another type) (default: ${DEFAULT-VALUE}).")
+    String format;
+
+    @Option(names = "--schema-registry", paramLabel = "URL|DIR",
+            description = "With --format avro: where the writer schemas are registered, the event table's schema_registry: a "
+                    + "Confluent-compatible registry's URL, or a directory of <id>.avsc files.")
+    String schemaRegistry;
+
     @Override
     public Integer call() throws Exception {
         TidemarkConfig config = config(topic == null ? Map.of() : Map.of(TidemarkConfig.Key.TOPIC.name, topic));
@@ -108,6 +123,9 @@ final class GenerateCommand extends TidemarkCommand {
                         + "; 'tidemark broker start" + (spec.topic().equals(config.topic()) ? "" : " --topic " + spec.topic())
                         + "' creates it on a local broker");
             }
+        }
+        if (schemaRegistry != null) {
+            spec = withRegisteredSchemas(spec);
         }
         say("generating to %s at %s: %s", spec.topic(), config.bootstrapServers(), describe(spec));
         KafkaTrafficProducer producer = new KafkaTrafficProducer(config.bootstrapServers(), config.kafkaOptions());
@@ -137,6 +155,28 @@ final class GenerateCommand extends TidemarkCommand {
             // Ctrl-C: the hook is running and waits for the report printed above
         }
         return Tidemark.OK;
+    }
+
+    /**
+     * The spec (checked: --format avro with --schema-registry) in Avro, with the ids of its writer schemas, registered first at --schema-registry: the record's
+     * two versions under {@code <topic>-value}, each deliberately wrong one under a subject of its own.
+     */
+    TrafficSpec withRegisteredSchemas(TrafficSpec spec) {
+        String location = schemaRegistry.startsWith("http://") || schemaRegistry.startsWith("https://") ? schemaRegistry
+                : java.nio.file.Path.of(schemaRegistry).toAbsolutePath().normalize().toString();
+        SchemaRegistry registry = new SchemaRegistry(location, Duration.ofSeconds(30));
+        registry.unreachable().ifPresent(why -> {
+            throw new UserError(why + ": start the registry, or correct --schema-registry");
+        });
+        Map<String, Integer> ids;
+        try {
+            ids = AvroTraffic.register(spec.profile(), spec.topic(), registry::register);
+        } catch (java.io.IOException e) {
+            throw new UserError("could not register the writer schemas at " + location + ": " + e.getMessage(), e);
+        }
+        say("registered %d writer schemas at %s: subject %s has ids %d (v1) and %d (v2, an optional field added)", ids.size(), location,
+                AvroTraffic.subject(spec.topic(), "v1"), ids.get("v1"), ids.get("v2"));
+        return spec.toBuilder().avro(ids).build();
     }
 
     /**
@@ -180,6 +220,14 @@ final class GenerateCommand extends TidemarkCommand {
                     .invalidFraction(invalidFraction)
                     .seed(seed)
                     .duration(duration);
+            EventFormat f = EventFormat.of(format);
+            if (f == EventFormat.AVRO && schemaRegistry == null) {
+                throw new IllegalArgumentException("--format avro needs --schema-registry URL|DIR: where the writer schemas are registered "
+                        + "(the event table's schema_registry)");
+            }
+            if (f == EventFormat.JSON && schemaRegistry != null) {
+                throw new IllegalArgumentException("--schema-registry is for --format avro; JSON records have no schema ids");
+            }
             if (count != null && count < 1) {
                 throw new IllegalArgumentException("--count must be at least 1, got " + count);
             }
@@ -212,7 +260,8 @@ final class GenerateCommand extends TidemarkCommand {
             Map.entry("outOfOrderSpread", "--out-of-order"), Map.entry("lateDelayMin", "--late-delay-min"),
             Map.entry("lateDelayMax", "--late-delay-max"), Map.entry("ratePerSecond", "--rate"), Map.entry("cells", "--cells"),
             Map.entry("subscribers", "--subscribers"), Map.entry("count", "--count"), Map.entry("duration", "--duration"),
-            Map.entry("merchants", "--merchants"), Map.entry("users", "--users"), Map.entry("profile", "--profile"));
+            Map.entry("merchants", "--merchants"), Map.entry("users", "--users"), Map.entry("profile", "--profile"),
+            Map.entry("format", "--format"));
 
     /** TrafficSpec's messages name its fields; the user typed flags. */
     static String inFlagTerms(String message) {
@@ -247,6 +296,9 @@ final class GenerateCommand extends TidemarkCommand {
             sb.append(String.format(java.util.Locale.ROOT, ", payments from %,d merchants and %,d users", s.merchants(), s.users()));
         } else {
             sb.append(String.format(java.util.Locale.ROOT, ", %d cells, %,d subscribers", s.cells(), s.subscribers()));
+        }
+        if (s.format() == EventFormat.AVRO) {
+            sb.append(", in Avro");
         }
         sb.append(String.format(java.util.Locale.ROOT, ", late %s, invalid %s, seed %d",
                 s.lateFraction(), s.invalidFraction(), s.seed()));

@@ -95,7 +95,8 @@ class TidemarkCommandLineTest {
     @Test
     void specificHelpTexts() {
         assertThat(run("generate", "--help").out()).contains("--rate", "--duration", "--count", "--cells", "--subscribers",
-                "--out-of-order", "--late-fraction", "--invalid-fraction", "--seed", "--backlog-hours", "--backlog-end");
+                "--out-of-order", "--late-fraction", "--invalid-fraction", "--seed", "--backlog-hours", "--backlog-end", "--format",
+                "--schema-registry");
         assertThat(run("stream", "--help").out()).contains("--available-now", "--trigger", "--starting-offsets",
                 "--max-records-per-batch", "SIGTERM");
         assertThat(run("demo", "--help").out()).contains("--dir", "--keep", "--keep-broker", "--live-seconds", "--rate");
@@ -192,6 +193,10 @@ class TidemarkCommandLineTest {
                 "2026-12-03T21:00:00Z");
         assertBadInput(run("generate", "--late-delay-min", "1m"), "tidemark generate", "--late-delay-min", "--out-of-order");
         assertBadInput(run("generate", "--rate", "-5"), "tidemark generate", "--rate");
+        assertBadInput(run("generate", "--format", "protobuf"), "tidemark generate", "--format must be json or avro; got 'protobuf'");
+        assertBadInput(run("generate", "--format", "avro"), "tidemark generate", "--format avro needs --schema-registry URL|DIR");
+        assertBadInput(run("generate", "--schema-registry", "/tmp/schemas"), "tidemark generate",
+                "--schema-registry is for --format avro; JSON records have no schema ids");
     }
 
     @Test

@@ -41,6 +41,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.broker.BrokerSettings;
 import io.tidemark.broker.LocalKafkaBroker;
+import io.tidemark.generate.EventFormat;
 import io.tidemark.generate.GeneratedMessage.Kind;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
@@ -757,7 +758,7 @@ class HostileConditionsTest {
         row(r, "events produced (generator)", String.format("%,d (planned %,d, then a trickle of %,d until the last fault)",
                 report.messages(), report.reports().get(0).messages(), report.messages() - report.reports().get(0).messages()));
         row(r, "  valid (on time / late)", String.format("%,d (%,d / %,d)", report.valid(), report.onTime(), report.late()));
-        row(r, "  malformed", String.format("%,d of %d kinds", report.invalid(), Kind.invalidKinds().stream().filter(k -> report.count(k) > 0).count()));
+        row(r, "  malformed", String.format("%,d of %d kinds", report.invalid(), Kind.invalidKinds(EventFormat.JSON).stream().filter(k -> report.count(k) > 0).count()));
         row(r, "hand-made edge cases", String.format("%d (%d valid, %d invalid)", edges.sent.size(), edges.expectedValid(), edges.expectedInvalid()));
         row(r, "stream SIGKILLs (restarted each time)", Integer.toString(kills));
         row(r, "stream starts in total", Integer.toString(streamStarts + 1));
@@ -785,7 +786,7 @@ class HostileConditionsTest {
                     o == null || o.measures().isEmpty() ? "-" : o.measure("total_gb").drift().toPlainString()));
         });
         r.append("\n## Malformed messages by kind\n\n| kind | generated |\n|---|---|\n");
-        for (Kind k : Kind.invalidKinds()) {
+        for (Kind k : Kind.invalidKinds(EventFormat.JSON)) {
             row(r, k.name(), String.format("%,d", report.count(k)));
         }
         r.append("\n## dead_letter by reason\n\n| reason | rows |\n|---|---|\n");

@@ -26,6 +26,7 @@ import org.junit.jupiter.api.Test;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 
+import io.tidemark.generate.EventFormat;
 import io.tidemark.generate.GeneratedMessage;
 import io.tidemark.generate.PaymentKind;
 import io.tidemark.generate.TrafficGenerator;
@@ -84,6 +85,24 @@ class PaymentsTrafficClassificationTest {
         return value instanceof Timestamp t ? t.toInstant() : (Instant) value;
     }
 
+    /**
+     * The messages of {@code spec}, appended to {@code messages}, as the Kafka source's rows: offsets 0, 1,
+     * ... of one partition, each with the Kafka timestamp of the event clock it was generated at, as if
+     * sent at once.
+     */
+    private static Dataset<Row> kafkaRows(TrafficSpec spec, List<GeneratedMessage> messages) {
+        TrafficGenerator generator = new TrafficGenerator(spec);
+        List<Row> records = new ArrayList<>();
+        while (generator.hasNext()) {
+            Instant ingest = Instant.ofEpochMilli(generator.eventClockMillis());
+            GeneratedMessage m = generator.next();
+            records.add(RowFactory.create(m.key(), m.value(), spec.topic(), 0, (long) messages.size(), Timestamp.from(ingest)));
+            messages.add(m);
+        }
+        return spark.createDataFrame(records,
+                StructType.fromDDL("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP"));
+    }
+
     @Test
     void everyGeneratedPaymentLandsWhereItsKindSays() throws Exception {
         Pipeline payments = PipelineParser.shipped("payments");
@@ -98,21 +117,12 @@ class PaymentsTrafficClassificationTest {
         TrafficSpec spec = TrafficSpec.builder().profile(TrafficProfile.PAYMENTS).count(COUNT).invalidFraction(0.5).lateFraction(0.1)
                 .eventClockStart(START).seed(11).build();
         assertThat(spec.oversizedBytes()).isGreaterThan(MAX_MESSAGE_BYTES);
-        TrafficGenerator generator = new TrafficGenerator(spec);
-        StructType kafkaSchema = StructType.fromDDL("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP");
         List<GeneratedMessage> messages = new ArrayList<>();
-        List<Row> records = new ArrayList<>();
-        while (generator.hasNext()) {
-            // The Kafka timestamp is the event clock the message was generated at, as if sent at once.
-            Instant ingest = Instant.ofEpochMilli(generator.eventClockMillis());
-            GeneratedMessage m = generator.next();
-            records.add(RowFactory.create(m.key(), m.value(), events.topic(), 0, (long) messages.size(), Timestamp.from(ingest)));
-            messages.add(m);
-        }
+        Dataset<Row> kafkaRows = kafkaRows(spec, messages);
         // The watermark of a stream that has seen the backlog's start: the lateness (10 minutes) behind it. Late
         // payments (20 to 60 minutes behind the clock) are in closed windows, on-time ones (at most 2) in open ones.
         Watermark watermark = Watermark.ofMillis(START.minus(events.lateness()).toEpochMilli());
-        Dataset<Row> classified = classifier.classify(spark.createDataFrame(records, kafkaSchema), watermark.millis()).cache();
+        Dataset<Row> classified = classifier.classify(kafkaRows, watermark.millis()).cache();
         try {
             Map<Long, Boolean> lateByOffset = new TreeMap<>();
             for (Row r : classified.filter("reason IS NULL").select(col("kafka_offset"), col("is_late")).collectAsList()) {
@@ -159,7 +169,7 @@ class PaymentsTrafficClassificationTest {
                 }
             }
             // Every malformed kind was there to be checked, and the reasons add up kind by kind.
-            assertThat(generated.keySet()).containsAll(PaymentKind.invalidKinds());
+            assertThat(generated.keySet()).containsAll(PaymentKind.invalidKinds(EventFormat.JSON));
             assertThat(reasons).isEqualTo(expectedReasons);
             assertThat(lateByOffset).hasSize(generated.get(PaymentKind.ON_TIME) + generated.get(PaymentKind.LATE));
 
@@ -169,6 +179,78 @@ class PaymentsTrafficClassificationTest {
                     .selectExpr("sum(txns)", "sum(approved_amount)").first();
             assertThat(totals.getLong(0)).isEqualTo((long) generated.get(PaymentKind.ON_TIME));
             assertThat(totals.getDecimal(1)).isEqualByComparingTo(onTimeApproved);
+        } finally {
+            classified.unpersist();
+        }
+    }
+
+    /**
+     * The same with the payments in Avro ({@code format 'avro'}, the writer schemas registered in a
+     * directory registry by the generator's own registration): every Avro kind gets exactly its reason
+     * from the stream's decoder, every valid payment decodes to the values it was written with.
+     */
+    @Test
+    void everyGeneratedAvroPaymentLandsWhereItsKindSays(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        String text = java.nio.file.Files.readString(java.nio.file.Path.of(System.getProperty("user.dir")).getParent()
+                .resolve("pipelines/payments.sql")).replace("format 'json'", "format 'avro',\n  schema_registry '" + dir + "'");
+        Pipeline payments = PipelineParser.parse("payments-avro.sql", text);
+        RecordClassifier classifier = new RecordClassifier(payments, MAX_MESSAGE_BYTES, CLOCK_SKEW, MAX_EVENT_AGE);
+        io.tidemark.lakehouse.SchemaRegistry registry = new io.tidemark.lakehouse.SchemaRegistry(dir.toString(), Duration.ofSeconds(5));
+        Map<String, Integer> ids = io.tidemark.generate.AvroTraffic.register(TrafficProfile.PAYMENTS, "payments", registry::register);
+        // A directory registry hands out 1, 2, ... in the order of registration; registering again finds the same ids.
+        assertThat(ids.values()).containsExactlyElementsOf(java.util.stream.IntStream.rangeClosed(1, 23).boxed().toList());
+        assertThat(io.tidemark.generate.AvroTraffic.register(TrafficProfile.PAYMENTS, "payments", registry::register)).isEqualTo(ids);
+
+        TrafficSpec spec = TrafficSpec.builder().profile(TrafficProfile.PAYMENTS).count(COUNT).invalidFraction(0.5).lateFraction(0.1)
+                .eventClockStart(START).seed(13).avro(ids).build();
+        List<GeneratedMessage> messages = new ArrayList<>();
+        Dataset<Row> kafkaRows = kafkaRows(spec, messages);
+        Watermark watermark = Watermark.ofMillis(START.minus(payments.events().lateness()).toEpochMilli());
+        Dataset<Row> classified = classifier.classify(kafkaRows, watermark.millis()).cache();
+        try {
+            List<Row> rows = classified.select("kafka_offset", "reason", "detail", "txn_id", "user_id", "merchant_id", "country", "amount",
+                    "status", "ts", "is_late").orderBy("kafka_offset").collectAsList();
+            assertThat(rows).hasSize(COUNT);
+            Map<org.apache.avro.Schema, org.apache.avro.generic.GenericDatumReader<org.apache.avro.generic.GenericRecord>> readers =
+                    new java.util.HashMap<>();
+            Map<PaymentKind, Integer> generated = new EnumMap<>(PaymentKind.class);
+            Map<String, Long> expectedReasons = new TreeMap<>();
+            Map<String, Long> reasons = new TreeMap<>();
+            for (int i = 0; i < COUNT; i++) {
+                GeneratedMessage m = messages.get(i);
+                Row r = rows.get(i);
+                PaymentKind kind = m.paymentKind();
+                generated.merge(kind, 1, Integer::sum);
+                assertThat(r.getLong(0)).isEqualTo(i);
+                String reason = r.getString(1);
+                if (reason != null) {
+                    reasons.merge(reason, 1L, Long::sum);
+                }
+                if (!kind.isValid()) {
+                    expectedReasons.merge(kind.expectedReason(), 1L, Long::sum);
+                    assertThat(reason).as("%s: %s (detail: %s)", kind, m, r.getString(2)).isEqualTo(kind.expectedReason());
+                    continue;
+                }
+                assertThat(reason).as("%s: %s (detail: %s)", kind, m, r.getString(2)).isNull();
+                assertThat(r.getBoolean(10)).as("late: %s", m).isEqualTo(kind == PaymentKind.LATE);
+                // The values written, read back with Avro's reader and the writer schema of the message's id.
+                org.apache.avro.Schema writer = registry.writerSchema(java.nio.ByteBuffer.wrap(m.value(), 1, 4).getInt()).orElseThrow();
+                org.apache.avro.io.BinaryDecoder d = org.apache.avro.io.DecoderFactory.get().binaryDecoder(m.value(), 5, m.value().length - 5, null);
+                org.apache.avro.generic.GenericRecord w = readers.computeIfAbsent(writer, org.apache.avro.generic.GenericDatumReader::new).read(null, d);
+                assertThat(List.of(r.getString(3), r.getString(4), r.getString(5), r.getString(6), r.getString(8))).as("%s", m)
+                        .containsExactly(w.get("txn_id").toString(), w.get("user_id").toString(), w.get("merchant_id").toString(),
+                                w.get("country").toString(), w.get("status").toString());
+                java.nio.ByteBuffer amount = (java.nio.ByteBuffer) w.get("amount");
+                byte[] unscaled = new byte[amount.remaining()];
+                amount.duplicate().get(unscaled);
+                assertThat(r.getDecimal(7)).as("%s", m).isEqualTo(new BigDecimal(new java.math.BigInteger(unscaled), 2)).isPositive();
+                assertThat(instant(r.get(9))).as("%s", m).isEqualTo(Instant.ofEpochMilli(m.eventTimeMillis()));
+            }
+            // Every Avro kind was there, JSON's own were not, and the reasons add up kind by kind.
+            assertThat(generated.keySet()).containsAll(PaymentKind.invalidKinds(EventFormat.AVRO))
+                    .doesNotContain(PaymentKind.TRUNCATED_JSON, PaymentKind.NOT_JSON, PaymentKind.WRONG_TYPE);
+            assertThat(reasons).isEqualTo(expectedReasons);
+            assertThat(reasons).containsKeys("NOT_AVRO", "UNKNOWN_SCHEMA", "BAD_AVRO", "SCHEMA_MISMATCH", "MISSING_FIELD", "NULL_FIELD");
         } finally {
             classified.unpersist();
         }

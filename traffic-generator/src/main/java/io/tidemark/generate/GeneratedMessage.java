@@ -153,7 +153,15 @@ public record GeneratedMessage(byte[] key, byte[] value, MessageKind messageKind
         /** event_ts years behind the event clock: the epoch (1970-01-01), year 1, or 2 to 30 years back. */
         PAST_EVENT_TIME(1),
         /** A valid-looking message padded by an extra field to {@code oversizedBytes} (default 128 KiB). */
-        OVERSIZED(0.25);
+        OVERSIZED(0.25),
+        /** (Avro) No Confluent wire-format header: the event as JSON, its Avro body alone, a first byte other than 0, under 5 bytes. */
+        NOT_AVRO(1),
+        /** (Avro) An event under a schema id the registry does not know. */
+        UNKNOWN_SCHEMA(1),
+        /** (Avro) An event's wire bytes cut short after the header, or followed by bytes that are no part of it. */
+        BAD_AVRO(1),
+        /** (Avro) An event whose writer schema carries one field, each in turn, as a type its column cannot be read as. */
+        SCHEMA_MISMATCH(1);
 
         private final double invalidWeight;
 
@@ -172,9 +180,9 @@ public record GeneratedMessage(byte[] key, byte[] value, MessageKind messageKind
             return invalidWeight;
         }
 
-        /** The invalid kinds, in declaration order. */
-        public static List<Kind> invalidKinds() {
-            return MessageKind.invalid(values());
+        /** The invalid kinds written in {@code format}, in declaration order. */
+        public static List<Kind> invalidKinds(EventFormat format) {
+            return MessageKind.invalid(values(), format);
         }
     }
 }

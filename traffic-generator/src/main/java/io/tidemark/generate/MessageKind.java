@@ -33,17 +33,20 @@ public sealed interface MessageKind permits GeneratedMessage.Kind, PaymentKind {
         return this == profile().late();
     }
 
-    /** This kind's expected share of its profile's invalid messages. */
-    default double shareOfInvalid() {
+    /** This kind's expected share of its profile's invalid messages written in {@code format}; 0 for a kind the format does not have. */
+    default double shareOfInvalid(EventFormat format) {
+        if (!format.writes(this)) {
+            return 0;
+        }
         double total = 0;
         for (MessageKind k : profile().kinds()) {
-            total += k.invalidWeight();
+            total += format.writes(k) ? k.invalidWeight() : 0;
         }
         return invalidWeight() / total;
     }
 
-    /** The invalid ones of {@code kinds}, in their order. */
-    static <K extends MessageKind> List<K> invalid(K[] kinds) {
-        return Arrays.stream(kinds).filter(k -> !k.isValid()).toList();
+    /** The invalid ones of {@code kinds} that {@code format} writes, in their order. */
+    static <K extends MessageKind> List<K> invalid(K[] kinds, EventFormat format) {
+        return Arrays.stream(kinds).filter(k -> !k.isValid() && format.writes(k)).toList();
     }
 }

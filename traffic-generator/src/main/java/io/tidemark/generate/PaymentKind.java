@@ -28,9 +28,12 @@ public enum PaymentKind implements MessageKind {
     NULL_VALUE(0.5, "EMPTY"),
     /** JSON that is not an object: an array (even one wrapping a payment), a number, a string, null, true. */
     NOT_AN_OBJECT(1, "NOT_AN_OBJECT"),
-    /** One of the seven fields absent or misspelled, each in turn. */
+    /**
+     * One of the seven fields absent or misspelled, each in turn; in Avro, absent from the writer
+     * schema.
+     */
     MISSING_FIELD(1, "MISSING_FIELD"),
-    /** One of the seven fields set to JSON null, each in turn. */
+    /** One of the seven fields set to JSON null, each in turn; in Avro, null under a writer schema that lets it be. */
     NULL_FIELD(1, "NULL_FIELD"),
     /**
      * A field of the wrong JSON type (amount as a string or a boolean, ts as a number, user_id as a
@@ -54,7 +57,18 @@ public enum PaymentKind implements MessageKind {
     /** status outside approved/declined/refunded ("pending", "APPROVED", ""...): breaks {@code known_status}. */
     UNKNOWN_STATUS(1, "KNOWN_STATUS"),
     /** country lower-case, mixed-case, three letters or empty ("de", "Fr", "DEU"): breaks {@code country_code}. */
-    BAD_COUNTRY_CODE(1, "COUNTRY_CODE");
+    BAD_COUNTRY_CODE(1, "COUNTRY_CODE"),
+    /**
+     * (Avro) No Confluent wire-format header: the payment as JSON (a producer not configured for Avro),
+     * its Avro body without the header, a header whose first byte is not 0, fewer than 5 bytes.
+     */
+    NOT_AVRO(1, "NOT_AVRO"),
+    /** (Avro) A payment under a schema id the registry does not know. */
+    UNKNOWN_SCHEMA(1, "UNKNOWN_SCHEMA"),
+    /** (Avro) A payment's wire bytes cut short after the header, or followed by bytes that are no part of it. */
+    BAD_AVRO(1, "BAD_AVRO"),
+    /** (Avro) A payment whose writer schema carries one field, each in turn, as a type its column cannot be read as. */
+    SCHEMA_MISMATCH(1, "SCHEMA_MISMATCH");
 
     private final double invalidWeight;
     private final String expectedReason;
@@ -84,8 +98,8 @@ public enum PaymentKind implements MessageKind {
         return expectedReason;
     }
 
-    /** The invalid kinds, in declaration order. */
-    public static List<PaymentKind> invalidKinds() {
-        return MessageKind.invalid(values());
+    /** The invalid kinds written in {@code format}, in declaration order. */
+    public static List<PaymentKind> invalidKinds(EventFormat format) {
+        return MessageKind.invalid(values(), format);
     }
 }

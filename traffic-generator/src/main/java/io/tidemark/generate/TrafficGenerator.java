@@ -48,6 +48,8 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
     private final double[] invalidCumulative;
     /** Writes the profile's records. */
     private final ProfileTraffic records;
+    /** With format AVRO: writes them in Avro, and the kinds only Avro has; null for JSON. */
+    private final AvroTraffic avro;
 
     private long index;
 
@@ -79,7 +81,7 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
             this.clockStartMillis = Long.MIN_VALUE;
             this.backlogEndMillis = Long.MIN_VALUE;
         }
-        this.invalidKinds = spec.profile().invalidKinds().toArray(new MessageKind[0]);
+        this.invalidKinds = spec.profile().invalidKinds(spec.format()).toArray(new MessageKind[0]);
         this.invalidCumulative = new double[invalidKinds.length];
         double sum = 0;
         for (int i = 0; i < invalidKinds.length; i++) {
@@ -90,6 +92,7 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
             case NETWORK -> new NetworkTraffic(spec, rng);
             case PAYMENTS -> new PaymentsTraffic(spec, rng);
         };
+        this.avro = spec.format() == EventFormat.AVRO ? new AvroTraffic(spec, records) : null;
     }
 
     public TrafficSpec spec() {
@@ -132,12 +135,14 @@ public final class TrafficGenerator implements Iterator<GeneratedMessage> {
         double u = rng.nextDouble();
         if (u < invalidFraction) {
             MessageKind kind = pickInvalidKind();
-            return records.invalid(kind, number, clock - onTimeDelay(), clock, Math.max(clock, backlogEndMillis));
+            long eventTime = clock - onTimeDelay();
+            long futureAnchor = Math.max(clock, backlogEndMillis);
+            return avro == null ? records.invalid(kind, number, eventTime, clock, futureAnchor)
+                    : avro.invalid(kind, number, eventTime, clock, futureAnchor, spec.profile().onTime(), rng);
         }
-        if (u < validThreshold) {
-            return records.valid(spec.profile().late(), number, lateEventTime(clock));
-        }
-        return records.valid(spec.profile().onTime(), number, clock - onTimeDelay());
+        GeneratedMessage valid = u < validThreshold ? records.valid(spec.profile().late(), number, lateEventTime(clock))
+                : records.valid(spec.profile().onTime(), number, clock - onTimeDelay());
+        return avro == null ? valid : avro.valid(valid, number);
     }
 
     /** A late event's time: {@code lateDelayMin..lateDelayMax} behind the clock, uniformly. */

@@ -57,9 +57,9 @@ public enum TrafficProfile {
         return this == NETWORK ? NetworkTraffic.sparkColumns(epochDay, eventTime) : PaymentsTraffic.sparkColumns(epochDay, eventTime);
     }
 
-    /** The invalid kinds of this profile, in declaration order. */
-    public List<MessageKind> invalidKinds() {
-        return MessageKind.invalid(kinds.toArray(new MessageKind[0]));
+    /** The invalid kinds of this profile written in {@code format}, in declaration order. */
+    public List<MessageKind> invalidKinds(EventFormat format) {
+        return MessageKind.invalid(kinds.toArray(new MessageKind[0]), format);
     }
 
     /** The kind of a valid message stamped within the out-of-order spread. */

@@ -44,6 +44,8 @@ import java.util.regex.Pattern;
  * @param profile                    which events: network (the default) or payments
  * @param merchants                  payments: number of merchants ({@code mer-00000}...), Zipf-active
  * @param users                      payments: number of card holders ({@code usr-000000}...), Zipf-active
+ * @param format                     how the records are written: JSON (the default) or Avro in Confluent's wire format
+ * @param schemaIds                  Avro: the registry's id of each of {@link AvroTraffic#writerSchemas}, by name; empty for JSON
  */
 public record TrafficSpec(
         String topic,
@@ -64,7 +66,9 @@ public record TrafficSpec(
         int oversizedBytes,
         TrafficProfile profile,
         int merchants,
-        int users) {
+        int users,
+        EventFormat format,
+        java.util.Map<String, Integer> schemaIds) {
 
     /** The network profile's topic, the default one ({@link TrafficProfile#defaultTopic()} has each profile's). */
     public static final String DEFAULT_TOPIC = "network-events";
@@ -120,6 +124,17 @@ public record TrafficSpec(
         }
         if (users < 1 || users > MAX_USERS) {
             throw new IllegalArgumentException("users must be between 1 and " + MAX_USERS + "; got " + users);
+        }
+        Objects.requireNonNull(format, "format must not be null (JSON or AVRO)");
+        schemaIds = schemaIds == null ? java.util.Map.of() : java.util.Map.copyOf(schemaIds);
+        if (format == EventFormat.AVRO) {
+            java.util.Set<String> missing = new java.util.TreeSet<>(AvroTraffic.writerSchemas(profile).keySet());
+            missing.removeAll(schemaIds.keySet());
+            if (!missing.isEmpty()) {
+                throw new IllegalArgumentException("format AVRO needs the registry's id of every writer schema; none for " + missing);
+            }
+        } else if (!schemaIds.isEmpty()) {
+            throw new IllegalArgumentException("schemaIds are for format AVRO; JSON has none");
         }
         requireDelay("outOfOrderSpread", outOfOrderSpread);
         requireDelay("lateDelayMin", lateDelayMin);
@@ -243,6 +258,8 @@ public record TrafficSpec(
         private TrafficProfile profile = TrafficProfile.NETWORK;
         private int merchants = DEFAULT_MERCHANTS;
         private int users = DEFAULT_USERS;
+        private EventFormat format = EventFormat.JSON;
+        private java.util.Map<String, Integer> schemaIds = java.util.Map.of();
 
         private Builder() {
         }
@@ -269,6 +286,8 @@ public record TrafficSpec(
             profile = s.profile;
             merchants = s.merchants;
             users = s.users;
+            format = s.format;
+            schemaIds = s.schemaIds;
         }
 
         /** The topic; by default the profile's ({@link TrafficProfile#defaultTopic()}). */
@@ -313,13 +332,19 @@ public record TrafficSpec(
 
         public Builder users(int users) { this.users = users; return this; }
 
+        /** JSON records (the default). */
+        public Builder json() { this.format = EventFormat.JSON; this.schemaIds = java.util.Map.of(); return this; }
+
+        /** Avro records in Confluent's wire format, under the writer schemas registered with these ids ({@link AvroTraffic#writerSchemas}). */
+        public Builder avro(java.util.Map<String, Integer> schemaIds) { this.format = EventFormat.AVRO; this.schemaIds = schemaIds; return this; }
+
         /** @throws IllegalArgumentException naming the offending setting and value */
         public TrafficSpec build() {
             Long effectiveCount = !countSet && duration != null ? null : count;
             String effectiveTopic = topicSet || profile == null ? topic : profile.defaultTopic();
             return new TrafficSpec(effectiveTopic, effectiveCount, duration, ratePerSecond, cells, subscribers, outOfOrderSpread,
                     lateFraction, lateDelayMin, lateDelayMax, invalidFraction, seed, eventClockStart, ingestMode,
-                    eventsPerSecondOfEventTime, oversizedBytes, profile, merchants, users);
+                    eventsPerSecondOfEventTime, oversizedBytes, profile, merchants, users, format, schemaIds);
         }
     }
 }

@@ -88,8 +88,8 @@ class PaymentsTrafficTest {
     void kindsCarryTheirProfileAndEachInvalidPaymentKindItsReason() {
         assertThat(TrafficProfile.PAYMENTS.kinds()).containsExactly(PaymentKind.values());
         assertThat(TrafficProfile.NETWORK.kinds()).containsExactly(Kind.values());
-        assertThat(TrafficProfile.PAYMENTS.invalidKinds()).containsExactlyElementsOf(PaymentKind.invalidKinds()).hasSize(19);
-        assertThat(TrafficProfile.NETWORK.invalidKinds()).containsExactlyElementsOf(Kind.invalidKinds());
+        assertThat(TrafficProfile.PAYMENTS.invalidKinds(EventFormat.JSON)).containsExactlyElementsOf(PaymentKind.invalidKinds(EventFormat.JSON)).hasSize(19);
+        assertThat(TrafficProfile.NETWORK.invalidKinds(EventFormat.JSON)).containsExactlyElementsOf(Kind.invalidKinds(EventFormat.JSON));
         assertThat(TrafficProfile.PAYMENTS.fields()).isEqualTo(PaymentRules.FIELDS);
         Map<String, String> reasons = new TreeMap<>();
         for (PaymentKind k : PaymentKind.values()) {
@@ -106,11 +106,24 @@ class PaymentsTrafficTest {
                 Map.entry("BAD_TIMESTAMP", "BAD_TIMESTAMP"), Map.entry("FUTURE_EVENT_TIME", "FUTURE_EVENT_TIME"),
                 Map.entry("PAST_EVENT_TIME", "PAST_EVENT_TIME"), Map.entry("DUPLICATE_FIELD", "DUPLICATE_FIELD"),
                 Map.entry("OVERSIZED", "OVERSIZED"), Map.entry("NON_POSITIVE_AMOUNT", "POSITIVE_AMOUNT"),
-                Map.entry("UNKNOWN_STATUS", "KNOWN_STATUS"), Map.entry("BAD_COUNTRY_CODE", "COUNTRY_CODE")));
+                Map.entry("UNKNOWN_STATUS", "KNOWN_STATUS"), Map.entry("BAD_COUNTRY_CODE", "COUNTRY_CODE"),
+                Map.entry("NOT_AVRO", "NOT_AVRO"), Map.entry("UNKNOWN_SCHEMA", "UNKNOWN_SCHEMA"), Map.entry("BAD_AVRO", "BAD_AVRO"),
+                Map.entry("SCHEMA_MISMATCH", "SCHEMA_MISMATCH")));
         assertThat(reasons).isEqualTo(expected);
-        assertThat(PaymentKind.invalidKinds().stream().mapToDouble(PaymentKind::shareOfInvalid).sum()).isCloseTo(1.0,
+        // Avro has the kinds about values and whole messages, and its own four instead of JSON's syntax and type errors.
+        assertThat(PaymentKind.invalidKinds(EventFormat.AVRO)).containsExactly(PaymentKind.EMPTY, PaymentKind.NULL_VALUE,
+                PaymentKind.MISSING_FIELD, PaymentKind.NULL_FIELD, PaymentKind.FUTURE_EVENT_TIME, PaymentKind.PAST_EVENT_TIME,
+                PaymentKind.OVERSIZED, NON_POSITIVE_AMOUNT, PaymentKind.UNKNOWN_STATUS, PaymentKind.BAD_COUNTRY_CODE, PaymentKind.NOT_AVRO,
+                PaymentKind.UNKNOWN_SCHEMA, PaymentKind.BAD_AVRO, PaymentKind.SCHEMA_MISMATCH);
+        assertThat(Kind.invalidKinds(EventFormat.AVRO)).containsExactly(Kind.EMPTY, Kind.NULL_VALUE, Kind.MISSING_FIELD, Kind.NULL_FIELD,
+                Kind.NEGATIVE_VOLUME, Kind.NON_FINITE_VOLUME, Kind.FUTURE_EVENT_TIME, Kind.BLANK_ID, Kind.PAST_EVENT_TIME, Kind.OVERSIZED,
+                Kind.NOT_AVRO, Kind.UNKNOWN_SCHEMA, Kind.BAD_AVRO, Kind.SCHEMA_MISMATCH);
+        assertThat(NON_POSITIVE_AMOUNT.shareOfInvalid(EventFormat.AVRO)).isEqualTo(1 / 12.75);
+        assertThat(PaymentKind.TRUNCATED_JSON.shareOfInvalid(EventFormat.AVRO)).isZero();
+        assertThat(PaymentKind.NOT_AVRO.shareOfInvalid(EventFormat.JSON)).isZero();
+        assertThat(PaymentKind.invalidKinds(EventFormat.JSON).stream().mapToDouble(k -> k.shareOfInvalid(EventFormat.JSON)).sum()).isCloseTo(1.0,
                 org.assertj.core.data.Offset.offset(1e-12));
-        assertThat(NON_POSITIVE_AMOUNT.shareOfInvalid()).isEqualTo(1 / 17.75);
+        assertThat(NON_POSITIVE_AMOUNT.shareOfInvalid(EventFormat.JSON)).isEqualTo(1 / 17.75);
     }
 
     // ------------------------------------------------------------------ determinism
@@ -308,8 +321,8 @@ class PaymentsTrafficTest {
                 org.assertj.core.data.Offset.offset(tolerance(n, invalidFraction)));          // 40,000 +- 775
         assertThat((double) counts.get(LATE)).isCloseTo(n * lateFraction,
                 org.assertj.core.data.Offset.offset(tolerance(n, lateFraction)));             // 10,000 +- 474
-        for (PaymentKind k : PaymentKind.invalidKinds()) {
-            double p = invalidFraction * k.shareOfInvalid();                                 // weight 1: 2,254 +- 235
+        for (PaymentKind k : PaymentKind.invalidKinds(EventFormat.JSON)) {
+            double p = invalidFraction * k.shareOfInvalid(EventFormat.JSON);                                 // weight 1: 2,254 +- 235
             assertThat((double) counts.getOrDefault(k, 0)).as("%s", k).isCloseTo(n * p, org.assertj.core.data.Offset.offset(tolerance(n, p)));
         }
 
@@ -400,7 +413,7 @@ class PaymentsTrafficTest {
                 }
             }
         }
-        assertThat(variants.keySet()).containsExactlyInAnyOrderElementsOf(PaymentKind.invalidKinds());
+        assertThat(variants.keySet()).containsExactlyInAnyOrderElementsOf(PaymentKind.invalidKinds(EventFormat.JSON));
         assertThat(variants.get(MISSING_FIELD)).containsExactlyInAnyOrder("missing txn_id", "missing user_id", "missing merchant_id",
                 "missing country", "missing amount", "missing status", "missing ts", "misspelled");
         assertThat(variants.get(NULL_FIELD)).containsExactlyInAnyOrderElementsOf(PaymentRules.FIELDS);

@@ -112,8 +112,8 @@ class TrafficGeneratorTest {
         TrafficSpec spec = backlog(n).invalidFraction(0.5).lateFraction(0.1).build();
         Map<Kind, Integer> counts = countKinds(new TrafficGenerator(spec, FROZEN_NOW), n);
         assertThat(counts.get(LATE)).isBetween(19_000, 21_000);
-        for (Kind k : Kind.invalidKinds()) {
-            double expected = n * 0.5 * k.shareOfInvalid();
+        for (Kind k : Kind.invalidKinds(EventFormat.JSON)) {
+            double expected = n * 0.5 * k.shareOfInvalid(EventFormat.JSON);
             assertThat((double) counts.get(k)).as("%s", k).isBetween(expected * 0.9, expected * 1.1);
         }
     }
@@ -247,7 +247,7 @@ class TrafficGeneratorTest {
                 }
             }
         }
-        assertThat(seen.keySet()).containsAll(Kind.invalidKinds());
+        assertThat(seen.keySet()).containsAll(Kind.invalidKinds(EventFormat.JSON));
         assertThat(missing).containsExactlyInAnyOrderElementsOf(TrafficGenerator.REQUIRED_FIELDS);
         assertThat(nulled).containsExactlyInAnyOrderElementsOf(TrafficGenerator.REQUIRED_FIELDS);
         assertThat(seen.get(MISSING_FIELD)).contains("misspelled");
@@ -428,8 +428,8 @@ class TrafficGeneratorTest {
         assertThat(a.toString()).contains("ON_TIME", "key=k", "value=v");
         assertThatThrownBy(() -> new GeneratedMessage(null, new byte[0], ON_TIME))
                 .hasMessageContaining("ON_TIME message must carry an event time");
-        if (Kind.invalidKinds().contains(ON_TIME) || Kind.invalidKinds().size() != 19) {
-            fail("invalid kinds: " + Kind.invalidKinds());
+        if (Kind.invalidKinds(EventFormat.JSON).contains(ON_TIME) || Kind.invalidKinds(EventFormat.JSON).size() != 19) {
+            fail("invalid kinds: " + Kind.invalidKinds(EventFormat.JSON));
         }
     }
 }
