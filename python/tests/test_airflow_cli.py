@@ -43,6 +43,9 @@ def test_trigger_conf_sets_maintain_only_when_asked():
     assert "maintain" not in conf("--from", "2026-11-27")  # the DAG's default
     assert conf("--from", "2026-11-27", "--no-maintain")["maintain"] is False
     assert conf("--recent", "2", "--maintain") == {"recent_days": 2, "maintain": True}
+    assert "report" not in conf("--from", "2026-11-27")  # the DAG's default
+    assert conf("--recent", "2", "--no-report") == {"recent_days": 2, "report": False}
+    assert conf("--recent", "2", "--report", "--no-maintain") == {"recent_days": 2, "report": True, "maintain": False}
 
 
 def test_trigger_conf_names_the_pipeline_and_never_a_threshold():

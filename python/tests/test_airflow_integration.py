@@ -375,8 +375,9 @@ def test_deltalake_and_spark_read_the_same_numbers(world, tmp_path):
 def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
     lakehouse = world.copy()
     day = world.best_closed_day()
+    # --no-maintain --no-report: a real maintain and report run in test_dag_test_reconciles_the_closed_days_then_maintains
     r = run_cli(airflow, "trigger", "--from", day, "--to", day, "--pipeline", str(world.pipeline_ok), "--no-maintain",
-                "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
+                "--no-report", "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert airflow.password not in out
@@ -385,7 +386,7 @@ def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
     assert f"days {day}..{day}" in out
     assert re.search(r"run running \| validate_params success, reconcile_selection running", out), out
     assert re.search(r"run success \| validate_params success, reconcile_selection success, "
-                     r"reconcile_dirty skipped, check_drift success, maintain skipped", out), out
+                     r"reconcile_dirty skipped, check_drift success, maintain skipped, report skipped", out), out
     line = next(ln for ln in out.splitlines() if ln.strip().startswith(day))
     assert line.rstrip().endswith("ok") and f" {world.raw[day]['late']:,} " in line, line
     assert f"threshold {THRESHOLD_OK * 100:g}%, the pipeline's drift_threshold" in out
@@ -401,12 +402,12 @@ def test_client_triggers_a_range_and_follows_it_to_success(airflow, world):
 def test_client_run_over_the_drift_threshold_exits_1(airflow, world):
     lakehouse = world.copy()
     day = world.best_closed_day()
-    # --no-maintain: a real maintain runs in test_dag_test_reconciles_the_closed_days_then_maintains; that
-    # it runs beside a failed check_drift is test_airflow_dag's (a stand-in spark-submit, much faster)
+    # --no-maintain --no-report: a real maintain and report run in test_dag_test_reconciles_the_closed_days_then_maintains;
+    # that they run beside a failed check_drift is test_airflow_dag's (a stand-in spark-submit, much faster)
     # the pipeline file's drift_threshold is 1e-6 (it must be > 0): any drift of an exact measure is over (an
     # estimate never is)
     r = run_cli(airflow, "trigger", "--from", day, "--pipeline", str(world.pipeline_tiny), "--no-maintain",
-                "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
+                "--no-report", "--lakehouse", str(lakehouse), "--wait", "--interval", "2")
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert re.search(rf"{day} +\+\d+\.\d+% .*OVER THRESHOLD 0\.0001%: .*kpi_5m\.record_count \+\d", out), out

@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also reconcile dirty closed days (default: no with a range, the DAG's default otherwise)")
     t.add_argument("--maintain", action=argparse.BooleanOptionalAction, default=None,
                    help="afterwards compact the closed days and vacuum (default: the DAG's, yes)")
+    t.add_argument("--report", action=argparse.BooleanOptionalAction, default=None,
+                   help="afterwards write the drift and health report, linked from the run (default: the DAG's, yes)")
     t.add_argument("--lakehouse", help="lakehouse root as Spark sees it (default: the DAG's Variable/env)")
     t.add_argument("--wait", action="store_true", help="follow the run until it ends; exit 0 success, 1 failed")
     f = sub.add_parser("follow", parents=[common, follow], epilog=EPILOG,
@@ -264,6 +266,8 @@ def trigger_conf(args) -> dict[str, Any]:
         conf["pipeline"] = args.pipeline
     if args.maintain is not None:
         conf["maintain"] = args.maintain
+    if args.report is not None:
+        conf["report"] = args.report
     if args.lakehouse:
         conf["lakehouse"] = args.lakehouse
     return conf

@@ -89,7 +89,8 @@ public final class AvroTraffic {
     private final Map<String, GenericDatumWriter<GenericRecord>> writers = new LinkedHashMap<>();
     private final ByteArrayOutputStream out = new ByteArrayOutputStream(256);
     private BinaryEncoder encoder;
-    private int turn;
+    /** Per kind (by ordinal): how many of its messages were written, which picks the field or the form of the next. */
+    private final int[] turns;
 
     AvroTraffic(TrafficSpec spec, ProfileTraffic records) {
         this.spec = spec;
@@ -97,6 +98,7 @@ public final class AvroTraffic {
         this.fields = spec.profile().fields();
         this.types = types(spec.profile());
         this.schemas = writerSchemas(spec.profile());
+        this.turns = new int[spec.profile().kinds().size()];
     }
 
     private static FieldType[] types(TrafficProfile profile) {
@@ -196,6 +198,7 @@ public final class AvroTraffic {
                              SplittableRandom rng) {
         int n = fields.size();
         String name = kind.name();
+        int turn = turns[kind.ordinal()]++;
         switch (name) {
             case "EMPTY" -> {
                 records.valid(onTime, number, eventTime); // the same draws as the other kinds: one record per message
@@ -210,7 +213,7 @@ public final class AvroTraffic {
                 return new GeneratedMessage(null, wire("v2", r), kind);
             }
             case "MISSING_FIELD", "NULL_FIELD", "SCHEMA_MISMATCH" -> {
-                int field = Math.floorMod(turn++, n);
+                int field = Math.floorMod(turn, n);
                 String schema = (name.equals("MISSING_FIELD") ? "missing-" : name.equals("NULL_FIELD") ? "nullable-" : "mismatch-")
                         + fields.get(field);
                 byte[] json = records.valid(onTime, number, eventTime).value();
@@ -223,7 +226,7 @@ public final class AvroTraffic {
             case "NOT_AVRO" -> {
                 byte[] text = records.valid(onTime, number, eventTime).value();
                 byte[] wire = wire("v1", transcode(text, "v1", -1));
-                byte[] value = switch (Math.floorMod(turn++, 4)) {
+                byte[] value = switch (Math.floorMod(turn, 4)) {
                     case 0 -> text;                                          // JSON, from a producer not set up for Avro
                     case 1 -> Arrays.copyOfRange(wire, 5, wire.length);     // the Avro body without the header
                     case 2 -> withFirstByte(wire, (byte) 1);                 // another serializer's magic byte
@@ -239,7 +242,7 @@ public final class AvroTraffic {
             case "BAD_AVRO" -> {
                 byte[] wire = wire("v1", transcode(records.valid(onTime, number, eventTime).value(), "v1", -1));
                 byte[] value;
-                if (Math.floorMod(turn++, 2) == 0) {
+                if (Math.floorMod(turn, 2) == 0) {
                     value = Arrays.copyOf(wire, 5 + rng.nextInt(wire.length - 5)); // cut short: a strict prefix, header kept
                 } else {
                     value = Arrays.copyOf(wire, wire.length + 1 + rng.nextInt(8));   // bytes after the record
