@@ -7,6 +7,7 @@ import java.time.Instant;
 
 import org.junit.jupiter.api.Test;
 
+import io.tidemark.generate.EventFormat;
 import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.TidemarkConfig;
@@ -39,6 +40,32 @@ class GenerateProfileTest {
         GenerateCommand named = parse("--profile", "PAYMENTS", "--topic", "cards");
         assertThat(named.topicName(CONFIG)).isEqualTo("cards");
         assertThat(named.spec(named.topicName(CONFIG), NOW).profile()).isEqualTo(TrafficProfile.PAYMENTS);
+    }
+
+    @Test
+    void avroRegistersItsWriterSchemasFirstOrSaysWhyNot(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.io.StringWriter printed = new java.io.StringWriter();
+        GenerateCommand g = new GenerateCommand();
+        new CommandLine(g).setOut(new java.io.PrintWriter(printed)).parseArgs("--profile", "payments", "--format", "avro",
+                "--schema-registry", dir.toString(), "--backlog-hours", "1", "--count", "1000");
+        TrafficSpec json = g.spec(g.topicName(CONFIG), NOW);
+        assertThat(json.format()).as("until its schemas are registered").isEqualTo(EventFormat.JSON);
+        TrafficSpec avro = g.withRegisteredSchemas(json);
+        assertThat(avro.format()).isEqualTo(EventFormat.AVRO);
+        assertThat(avro.schemaIds()).hasSize(23).containsEntry("v1", 1).containsEntry("v2", 2).containsEntry("mismatch-ts", 23);
+        assertThat(printed.toString()).isEqualTo("registered 23 writer schemas at " + dir
+                + ": subject payments-value has ids 1 (v1) and 2 (v2, an optional field added)\n");
+        assertThat(GenerateCommand.describe(avro)).isEqualTo("1,000 messages, unpaced, backlog of event time from 2026-05-03 11:00:00Z"
+                + " spanning 1 h, payments from 2,000 merchants and 50,000 users, in Avro, late 0.01, invalid 0.005, seed 42");
+        // A second run finds its schemas registered: the same ids, no new file.
+        assertThat(g.withRegisteredSchemas(json).schemaIds()).isEqualTo(avro.schemaIds());
+        try (var files = java.nio.file.Files.list(dir)) {
+            assertThat(files.count()).isEqualTo(23);
+        }
+
+        GenerateCommand gone = parse("--profile", "payments", "--format", "avro", "--schema-registry", dir.resolve("no-such").toString());
+        assertThatThrownBy(() -> gone.withRegisteredSchemas(json)).isInstanceOf(UserError.class)
+                .hasMessage("the schema directory " + dir.resolve("no-such") + " does not exist: start the registry, or correct --schema-registry");
     }
 
     @Test
