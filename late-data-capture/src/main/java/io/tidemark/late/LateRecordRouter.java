@@ -32,11 +32,11 @@ public final class LateRecordRouter {
      * Adds {@code is_late}: whether any of the record's contributions is late. A table's earliest
      * window for a record (the first to close) ends one slide after the record's time rounded down to
      * the slide, for tumbling (slide = size) and hopping windows alike. Input: valid records with the
-     * pipeline's event columns.
+     * pipeline's event columns; {@code is_late} is a column raw_events stores, which no event column may take.
      */
     public static Dataset<Row> markLate(Dataset<Row> valid, Pipeline pipeline, long watermarkMs) {
         Watermark watermark = Watermark.ofMillis(watermarkMs);
-        String ts = "unix_micros(" + pipeline.events().eventTime() + ")";
+        String ts = "unix_micros(" + Pipeline.quote(pipeline.events().eventTime()) + ")";
         Column late = lit(false);
         for (Pipeline.KpiTable t : pipeline.tables()) {
             long slideUs = t.window().slide().toNanos() / 1000;

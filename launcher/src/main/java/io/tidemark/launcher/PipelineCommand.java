@@ -54,7 +54,8 @@ final class PipelineCommand extends TidemarkCommand {
             Pipeline.EventTable e = p.events();
             say("events %s: topic '%s' (%s), event time %s, lateness %s", e.name(), e.topic(), e.format().equals("avro")
                     ? "avro, writer schemas from " + e.schemaRegistry() : e.format(), e.eventTime(), Formats.duration(e.lateness()));
-            say("  columns: %s", String.join(", ", e.columns().stream().map(Object::toString).toList()));
+            say("  columns: %s", String.join(", ", e.columns().stream()
+                    .map(c -> c + (c.field().equals(c.name()) ? "" : " (reads field '" + c.field() + "')")).toList()));
             if (e.checks().isEmpty()) {
                 say("  checks: none");
             }

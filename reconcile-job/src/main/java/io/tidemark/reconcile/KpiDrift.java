@@ -16,6 +16,7 @@ import org.apache.spark.sql.Row;
 import io.tidemark.lakehouse.pipeline.TruthKpis;
 import io.tidemark.lakehouse.pipeline.Measure;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.lakehouse.pipeline.WorkingColumns;
 
 /**
  * How far a KPI table's current rows are from the truth, measure by measure, derived from the
@@ -30,9 +31,25 @@ import io.tidemark.lakehouse.pipeline.Pipeline;
 final class KpiDrift {
     /** The report's type for every value: counts, sums, averages and estimates alike. */
     static final String VALUE_TYPE = "DECIMAL(38,9)";
-    private static final String STREAM = "s__";
-    private static final String BATCH = "b__";
-    private static final String CHANGED = "changed__";
+    // The comparison's own columns are working columns (WorkingColumns): a dimension may be called changed, or m.
+    private static final String STREAM = WorkingColumns.of("s_");
+    private static final String BATCH = WorkingColumns.of("b_");
+    /** Per measure: whether its value changed ({@link #changed}). */
+    private static final String CHANGED = WorkingColumns.of("changed_");
+    private static final String CURRENT = WorkingColumns.of("c_");
+    private static final String TRUTH = WorkingColumns.of("t_");
+    /** Whether the comparison's row is in the truth. */
+    static final String IN_TRUTH = WorkingColumns.of("in_truth");
+    /** Whether any measure of the comparison's row changed. */
+    static final String ANY_CHANGED = WorkingColumns.of("changed");
+    /** The comparison's late records of the window. */
+    static final String LATE_RECORDS = WorkingColumns.LATE_RECORDS;
+    private static final String MEASURE = WorkingColumns.of("m");
+
+    /** The comparison's column: whether measure {@code m}'s value changed. */
+    static String changed(Measure m) {
+        return CHANGED + m.name();
+    }
 
     private final Pipeline.KpiTable table;
 
@@ -64,47 +81,49 @@ final class KpiDrift {
 
     /**
      * Every (window, dimensions) of the day on either side: {@code window_start}, {@code window_end},
-     * the dimensions, per measure the stream's value ({@code s__<measure>}), the truth
-     * ({@code b__<measure>}) and whether they differ ({@code changed__<measure>}); then
-     * {@code in_truth}, {@code late_records} and {@code changed} (any measure). A row missing on one
-     * side holds each measure's value over no record.
+     * the dimensions, per measure the stream's value, the truth and whether they differ
+     * ({@link #changed}); then {@link #IN_TRUTH}, {@link #LATE_RECORDS} and {@link #ANY_CHANGED}, all but the window and the
+     * dimensions working columns. A row missing on one side holds each measure's value over no record.
      *
      * @param current the day's rows of the table
      * @param truth   {@link TruthKpis#of} for the same day (with {@code late_records})
      */
     Dataset<Row> compare(Dataset<Row> current, Dataset<Row> truth) {
-        List<Column> c = new ArrayList<>(List.of(col("window_start").as("c_window_start"), col("window_end").as("c_window_end")));
-        List<Column> t = new ArrayList<>(List.of(col("window_start").as("t_window_start"), col("window_end").as("t_window_end"),
-                col("late_records").as("t_late_records")));
+        List<Column> c = new ArrayList<>(List.of(col("window_start").as(CURRENT + "window_start"), col("window_end").as(CURRENT + "window_end")));
+        List<Column> t = new ArrayList<>(List.of(col("window_start").as(TRUTH + "window_start"), col("window_end").as(TRUTH + "window_end"),
+                col(LATE_RECORDS).as(TRUTH + "late_records")));
         dimensions().forEach(d -> {
-            c.add(col(d).as("c_" + d));
-            t.add(col(d).as("t_" + d));
+            c.add(col(d).as(CURRENT + d));
+            t.add(col(d).as(TRUTH + d));
         });
         for (Measure m : table.measures()) {
             c.add(col(m.name()).as(STREAM + m.name()));
             t.add(col(m.name()).as(BATCH + m.name()));
         }
-        Column on = col("c_window_start").equalTo(col("t_window_start"));
+        Column on = col(CURRENT + "window_start").equalTo(col(TRUTH + "window_start"));
         for (String d : dimensions()) {
-            on = on.and(col("c_" + d).eqNullSafe(col("t_" + d)));
+            on = on.and(col(CURRENT + d).eqNullSafe(col(TRUTH + d)));
         }
-        List<String> out = new ArrayList<>(List.of("coalesce(t_window_start, c_window_start) AS window_start",
-                "coalesce(t_window_end, c_window_end) AS window_end"));
-        dimensions().forEach(d -> out.add("CASE WHEN t_window_start IS NOT NULL THEN t_" + d + " ELSE c_" + d + " END AS `" + d + "`"));
+        String currentStart = CURRENT + "window_start";
+        String truthStart = TRUTH + "window_start";
+        List<String> out = new ArrayList<>(List.of("coalesce(" + truthStart + ", " + currentStart + ") AS window_start",
+                "coalesce(" + TRUTH + "window_end, " + CURRENT + "window_end) AS window_end"));
+        dimensions().forEach(d -> out.add("CASE WHEN " + truthStart + " IS NOT NULL THEN " + Pipeline.quote(TRUTH + d) + " ELSE "
+                + Pipeline.quote(CURRENT + d) + " END AS " + Pipeline.quote(d)));
         List<String> changed = new ArrayList<>();
         for (Measure m : table.measures()) {
-            String s = "CASE WHEN c_window_start IS NULL THEN " + empty(m) + " ELSE " + STREAM + m.name() + " END";
-            String b = "CASE WHEN t_window_start IS NULL THEN " + empty(m) + " ELSE " + BATCH + m.name() + " END";
+            String s = "CASE WHEN " + currentStart + " IS NULL THEN " + empty(m) + " ELSE " + STREAM + m.name() + " END";
+            String b = "CASE WHEN " + truthStart + " IS NULL THEN " + empty(m) + " ELSE " + BATCH + m.name() + " END";
             out.add(s + " AS " + STREAM + m.name());
             out.add(b + " AS " + BATCH + m.name());
-            out.add("NOT ((" + s + ") <=> (" + b + ")) AS " + CHANGED + m.name());
-            changed.add(CHANGED + m.name());
+            out.add("NOT ((" + s + ") <=> (" + b + ")) AS " + changed(m));
+            changed.add(changed(m));
         }
-        out.add("t_window_start IS NOT NULL AS in_truth");
-        out.add("coalesce(t_late_records, 0L) AS late_records");
+        out.add(truthStart + " IS NOT NULL AS " + IN_TRUTH);
+        out.add("coalesce(" + TRUTH + "late_records, 0L) AS " + LATE_RECORDS);
         Dataset<Row> joined = current.select(c.toArray(Column[]::new)).join(truth.select(t.toArray(Column[]::new)), on, "full_outer")
                 .selectExpr(out.toArray(String[]::new));
-        return joined.withColumn("changed", expr(changed.isEmpty() ? "false" : String.join(" OR ", changed)));
+        return joined.withColumn(ANY_CHANGED, expr(changed.isEmpty() ? "false" : String.join(" OR ", changed)));
     }
 
     /**
@@ -116,23 +135,24 @@ final class KpiDrift {
      */
     Dataset<Row> windowRows(Dataset<Row> comparison) {
         String dims = dimensions().isEmpty() ? "'{}'" : "to_json(named_struct(" + String.join(", ", dimensions().stream()
-                .map(d -> "'" + d + "', `" + d + "`").toList()) + "))";
+                .map(d -> "'" + d + "', " + Pipeline.quote(d)).toList()) + "))";
         List<String> structs = new ArrayList<>();
         for (Measure m : table.measures()) {
-            structs.add("named_struct('measure', '" + m.name() + "', 'changed', " + CHANGED + m.name() + ", 'stream_value', "
+            structs.add("named_struct('measure', '" + m.name() + "', 'changed', " + changed(m) + ", 'stream_value', "
                     + asValue(m, STREAM + m.name()) + ", 'batch_value', " + asValue(m, BATCH + m.name()) + ", 'estimate', " + m.sketched() + ")");
         }
-        return comparison.selectExpr("window_start", "window_end", dims + " AS dimensions", "late_records",
-                        "explode(array(" + String.join(", ", structs) + ")) AS m")
-                .filter(col("m.changed"))
-                .selectExpr("'" + table.name() + "' AS kpi", "m.measure AS measure", "window_start", "window_end", "dimensions",
-                        "m.stream_value AS stream_value", "m.batch_value AS batch_value",
+        String m = MEASURE;
+        return comparison.selectExpr("window_start", "window_end", dims + " AS dimensions", LATE_RECORDS + " AS late_records",
+                        "explode(array(" + String.join(", ", structs) + ")) AS " + m)
+                .filter(col(m + ".changed"))
+                .selectExpr("'" + table.name() + "' AS kpi", m + ".measure AS measure", "window_start", "window_end", "dimensions",
+                        m + ".stream_value AS stream_value", m + ".batch_value AS batch_value",
                         // (37,9) - (37,9) fits in (38,9); (38,9) - (38,9) would be rounded to 8 decimals
-                        "CAST(CAST(m.batch_value AS DECIMAL(37,9)) - CAST(coalesce(m.stream_value, 0) AS DECIMAL(37,9)) AS " + VALUE_TYPE
+                        "CAST(CAST(" + m + ".batch_value AS DECIMAL(37,9)) - CAST(coalesce(" + m + ".stream_value, 0) AS DECIMAL(37,9)) AS " + VALUE_TYPE
                                 + ") AS drift",
-                        "CASE WHEN m.batch_value IS NULL OR m.batch_value = 0 THEN NULL ELSE CAST(m.batch_value - coalesce(m.stream_value, 0) "
-                                + "AS DOUBLE) / CAST(m.batch_value AS DOUBLE) END AS drift_rel",
-                        "m.estimate AS estimate", "late_records");
+                        "CASE WHEN " + m + ".batch_value IS NULL OR " + m + ".batch_value = 0 THEN NULL ELSE CAST(" + m + ".batch_value - coalesce("
+                                + m + ".stream_value, 0) AS DOUBLE) / CAST(" + m + ".batch_value AS DOUBLE) END AS drift_rel",
+                        m + ".estimate AS estimate", "late_records");
     }
 
     /**

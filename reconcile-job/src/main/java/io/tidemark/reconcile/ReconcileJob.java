@@ -214,9 +214,10 @@ public final class ReconcileJob {
                 cached.addAll(List.of(truth, current, comparison));
                 truths.add(truth);
                 // One pass for the table's counts; it also fills the caches the report and the overwrite read.
-                List<Column> figures = new ArrayList<>(List.of(count(when(col("in_truth"), 1)).as("windows"),
-                        count(when(col("changed"), 1)).as("windows_changed"), coalesce(sum("late_records"), lit(0L)).as("late_records")));
-                table.measures().forEach(m -> figures.add(count(when(col("changed__" + m.name()), 1)).as("changed__" + m.name())));
+                List<Column> figures = new ArrayList<>(List.of(count(when(col(KpiDrift.IN_TRUTH), 1)).as("windows"),
+                        count(when(col(KpiDrift.ANY_CHANGED), 1)).as("windows_changed"),
+                        coalesce(sum(KpiDrift.LATE_RECORDS), lit(0L)).as("late_records")));
+                table.measures().forEach(m -> figures.add(count(when(col(KpiDrift.changed(m)), 1)).as("changed_" + figures.size())));
                 Row f = comparison.agg(figures.get(0), figures.subList(1, figures.size()).toArray(Column[]::new)).first();
                 windows += f.getLong(0);
                 changed += f.getLong(1);

@@ -46,7 +46,7 @@ class KpiDriftTest {
         return spark.sql("SELECT timestamp_micros(1796119200000000 + m * 60000000) AS window_start, "
                 + "timestamp_micros(1796119200000000 + (m + 5) * 60000000) AS window_end, cell AS cell_site_id, n AS record_count, "
                 + "CAST(gb AS DECIMAL(38,9)) AS total_gb, subs AS subscribers, sketch AS subscriber_sketch"
-                + (truth ? ", late AS late_records" : "") + " FROM ("
+                + (truth ? ", late AS " + KpiDrift.LATE_RECORDS : "") + " FROM ("
                 + "SELECT m, cell, first(n) AS n, first(gb) AS gb, first(subs) AS subs, first(late) AS late, hll_sketch_agg(x, 12) AS sketch "
                 + "FROM (SELECT *, explode(xs) AS x FROM VALUES " + values + " AS v(m, cell, n, gb, subs, xs, late)) GROUP BY m, cell)");
     }
@@ -65,8 +65,8 @@ class KpiDriftTest {
     void eachChangedMeasureOfAWindowIsOneRow() {
         KpiDrift drift = new KpiDrift(KPI_5M);
         Dataset<Row> comparison = drift.compare(current(), truth());
-        assertThat(comparison.filter("changed").count()).isEqualTo(3);
-        assertThat(comparison.filter("in_truth").count()).isEqualTo(3);
+        assertThat(comparison.filter(KpiDrift.ANY_CHANGED).count()).isEqualTo(3);
+        assertThat(comparison.filter(KpiDrift.IN_TRUTH).count()).isEqualTo(3);
         List<String> rows = new ArrayList<>();
         for (Row r : drift.windowRows(comparison).selectExpr("kpi", "measure", "date_format(window_start, 'HH:mm')", "dimensions",
                 "CAST(stream_value AS STRING)", "CAST(batch_value AS STRING)", "CAST(drift AS STRING)", "round(drift_rel, 6)", "estimate",

@@ -38,7 +38,8 @@ import org.apache.spark.sql.types.TimestampType;
  * The Avro side of {@link EventDecoder}: a message in Confluent's wire format (a 0 byte, the writer
  * schema's id in 4 bytes big-endian, the record in Avro binary) read with Avro's own
  * {@link GenericDatumReader} and its writer schema from the {@link SchemaRegistry}, then taken as the
- * declared columns, matched by name.
+ * declared columns, each matched by the field it reads (its own name, or the one its event table's
+ * option {@code 'field.<column>'} names).
  *
  * <p>Per writer schema, once: each declared column is looked up in it and its type checked against the
  * declared one with Avro's promotions (int to long, float or double; long to float or double; float
@@ -50,6 +51,7 @@ import org.apache.spark.sql.types.TimestampType;
 final class AvroEvents implements Serializable {
     private static final long serialVersionUID = 1L;
 
+    /** The fields the declared columns read, in their order. */
     private final String[] names;
     private final DataType[] types;
     private final boolean[] notNull;

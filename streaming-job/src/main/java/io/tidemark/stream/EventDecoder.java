@@ -53,8 +53,10 @@ import io.tidemark.lakehouse.pipeline.Pipeline;
 public final class EventDecoder implements Serializable {
     private static final long serialVersionUID = 1L;
 
-    /** The declared columns: name, how JSON carries it, NOT NULL. */
+    /** The declared columns: the field each reads (its name in the record, which messages name), how JSON carries it, NOT NULL. */
     private final String[] names;
+    /** The columns' own names, in the same order. */
+    private final String[] columns;
     private final DataType[] types;
     private final boolean[] notNull;
     /** The index of the event-time column. */
@@ -72,7 +74,8 @@ public final class EventDecoder implements Serializable {
      */
     public EventDecoder(Pipeline.EventTable events, int maxMessageBytes, long clockSkewMicros, long maxAgeMicros) {
         List<Pipeline.Column> columns = events.columns();
-        this.names = columns.stream().map(Pipeline.Column::name).toArray(String[]::new);
+        this.names = columns.stream().map(Pipeline.Column::field).toArray(String[]::new);
+        this.columns = columns.stream().map(Pipeline.Column::name).toArray(String[]::new);
         this.types = columns.stream().map(Pipeline.Column::type).toArray(DataType[]::new);
         this.notNull = new boolean[columns.size()];
         int et = -1;
@@ -103,7 +106,7 @@ public final class EventDecoder implements Serializable {
 
     /** The declared columns' names, in order: {@link Decoded#values} holds one value for each. */
     public List<String> columns() {
-        return List.of(names);
+        return List.of(columns);
     }
 
     /** The declared columns' types, in order. */

@@ -28,6 +28,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.lakehouse.pipeline.WorkingColumns;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
 
@@ -133,21 +134,21 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             List<List<Row>> partials = new ArrayList<>();
             kpis.forEach(k -> partials.add(new ArrayList<>()));
             for (Row r : summary) {
-                String kind = r.getString(r.fieldIndex("kind"));
+                String kind = r.getString(r.fieldIndex(WorkingColumns.KIND));
                 if (kind.equals(RecordClassifier.KPI)) {
-                    partials.get(r.getInt(r.fieldIndex("kpi"))).add(r);
+                    partials.get(r.getInt(r.fieldIndex(WorkingColumns.KPI_INDEX))).add(r);
                     continue;
                 }
-                long n = r.getLong(r.fieldIndex("records"));
-                if (!r.isNullAt(r.fieldIndex("max_event_ms"))) {
-                    maxEventMsByPartition.merge(r.getInt(r.fieldIndex("kafka_partition")), r.getLong(r.fieldIndex("max_event_ms")), Math::max);
+                long n = r.getLong(r.fieldIndex(WorkingColumns.RECORDS));
+                if (!r.isNullAt(r.fieldIndex(WorkingColumns.MAX_EVENT_MS))) {
+                    maxEventMsByPartition.merge(r.getInt(r.fieldIndex("kafka_partition")), r.getLong(r.fieldIndex(WorkingColumns.MAX_EVENT_MS)), Math::max);
                 }
                 switch (kind) {
                     case RecordClassifier.ON_TIME -> onTime += n;
                     case RecordClassifier.LATE -> late += n;
                     default -> {
                         invalid += n;
-                        invalidByReason.merge(r.getString(r.fieldIndex("reason")), n, Long::sum);
+                        invalidByReason.merge(r.getString(r.fieldIndex(WorkingColumns.REASON)), n, Long::sum);
                     }
                 }
             }

@@ -25,6 +25,7 @@ import io.tidemark.lakehouse.BatchConstant;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.lakehouse.pipeline.WorkingColumns;
 import io.tidemark.late.LateRecordRouter;
 
 /**
@@ -58,17 +59,17 @@ public final class RecordClassifier {
         EventDecoder decoder = new EventDecoder(events, maxMessageBytes, clockSkew.toNanos() / 1000, maxEventAge.toNanos() / 1000);
         this.maxMessageBytes = maxMessageBytes;
         StructType decoded = new StructType()
-                .add("_reason", DataTypes.StringType)
-                .add("_detail", DataTypes.StringType)
-                .add("_deferred", DataTypes.StringType)
-                .add("_deferred_detail", DataTypes.StringType);
+                .add(WorkingColumns.DECODE_REASON, DataTypes.StringType)
+                .add(WorkingColumns.DECODE_DETAIL, DataTypes.StringType)
+                .add(WorkingColumns.DEFERRED_REASON, DataTypes.StringType)
+                .add(WorkingColumns.DEFERRED_DETAIL, DataTypes.StringType);
         for (int i = 0; i < decoder.columns().size(); i++) {
             decoded = decoded.add(decoder.columns().get(i), decoder.types().get(i));
         }
         // Avro: raw_events.payload is the record as its writer schema holds it, rendered as JSON by Avro (the bytes are not text).
         this.avro = decoder.avro();
         if (avro) {
-            decoded = decoded.add("_payload", DataTypes.StringType);
+            decoded = decoded.add(WorkingColumns.DECODED_PAYLOAD, DataTypes.StringType);
         }
         // The decoder's reason first, then the first CHECK the record breaks, then the decoder's deferred one.
         StringBuilder checkReason = new StringBuilder("CASE");
@@ -78,9 +79,10 @@ public final class RecordClassifier {
             checkDetail.append(" WHEN ").append(c.fails()).append(" THEN ").append(c.detail());
         }
         String noCheck = events.checks().isEmpty() ? "CAST(NULL AS STRING)" : null;
-        this.reason = expr("coalesce(decode_reason, " + (noCheck != null ? noCheck : checkReason + " END") + ", deferred_reason)");
-        this.detail = expr("CASE WHEN decode_reason IS NOT NULL THEN decode_detail ELSE coalesce("
-                + (noCheck != null ? noCheck : checkDetail + " END") + ", deferred_detail) END");
+        this.reason = expr("coalesce(" + WorkingColumns.DECODE_REASON + ", " + (noCheck != null ? noCheck : checkReason + " END") + ", "
+                + WorkingColumns.DEFERRED_REASON + ")");
+        this.detail = expr("CASE WHEN " + WorkingColumns.DECODE_REASON + " IS NOT NULL THEN " + WorkingColumns.DECODE_DETAIL + " ELSE coalesce("
+                + (noCheck != null ? noCheck : checkDetail + " END") + ", " + WorkingColumns.DEFERRED_DETAIL + ") END");
         int width = decoded.size();
         this.decode = udf((UDF2<byte[], Long, Row>) (value, ingestMicros) -> {
             EventDecoder.Decoded r = decoder.decode(value, ingestMicros);
@@ -102,43 +104,48 @@ public final class RecordClassifier {
     }
 
     /**
+     * The classified batch: the Kafka coordinates as raw_events stores them ({@code kafka_topic,
+     * kafka_partition, kafka_offset, ingest_ts}), the event's columns, {@code is_late} and
+     * {@code payload} (valid rows), and in the working namespace ({@link WorkingColumns}) the message's key, the
+     * reason and detail (null when valid), and the message's size, bytes and text (invalid rows). Every
+     * name is an event column, a column raw_events stores (which no event column may take) or a working
+     * one: a field of any other name passes through untouched.
+     *
      * @param kafka rows of Spark's Kafka source (key, value, topic, partition, offset, timestamp)
      * @param watermarkMs the watermark in force for this batch
      */
     public Dataset<Row> classify(Dataset<Row> kafka, long watermarkMs) {
+        // The edge: the Kafka source's columns leave its namespace here, before any event column exists beside them.
         Dataset<Row> decoded = kafka.select(
                 col("topic").as("kafka_topic"),
                 col("partition").as("kafka_partition"),
                 col("offset").as("kafka_offset"),
-                col("key").as("kafka_key"),
+                col("key").as(WorkingColumns.KAFKA_KEY),
                 col("timestamp").as("ingest_ts"),
-                col("value"),
-                decode.apply(col("value"), expr("unix_micros(timestamp)")).as("d"));
-        List<Column> flat = new ArrayList<>(List.of(col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_key"),
-                col("ingest_ts"), col("value"), col("d._reason").as("decode_reason"), col("d._detail").as("decode_detail"),
-                col("d._deferred").as("deferred_reason"), col("d._deferred_detail").as("deferred_detail")));
+                col("value").as(WorkingColumns.VALUE),
+                decode.apply(col("value"), expr("unix_micros(timestamp)")).as(WorkingColumns.DECODED));
+        Column d = col(WorkingColumns.DECODED);
+        List<Column> flat = new ArrayList<>(List.of(col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col(WorkingColumns.KAFKA_KEY),
+                col("ingest_ts"), col(WorkingColumns.VALUE), d.getField(WorkingColumns.DECODE_REASON).as(WorkingColumns.DECODE_REASON), d.getField(WorkingColumns.DECODE_DETAIL).as(WorkingColumns.DECODE_DETAIL),
+                d.getField(WorkingColumns.DEFERRED_REASON).as(WorkingColumns.DEFERRED_REASON), d.getField(WorkingColumns.DEFERRED_DETAIL).as(WorkingColumns.DEFERRED_DETAIL)));
         for (Pipeline.Column c : events.columns()) {
-            flat.add(col("d").getField(c.name()).as(c.name()));
+            flat.add(d.getField(c.name()).as(c.name()));
         }
-        flat.add((avro ? col("d._payload") : col("value").cast("string")).as("decoded_payload"));
-        Dataset<Row> checked = decoded.select(flat.toArray(Column[]::new))
-                .withColumn("reason", reason)
-                .withColumn("detail", detail)
-                .drop("decode_reason", "decode_detail", "deferred_reason", "deferred_detail");
-        List<String> order = new ArrayList<>(List.of("kafka_topic", "kafka_partition", "kafka_offset", "kafka_key", "ingest_ts", "value", "reason",
-                "detail", "decoded_payload"));
-        order.addAll(eventColumns());
-        checked = checked.selectExpr(order.stream().map(c -> "`" + c + "`").toArray(String[]::new));
-        Column valid = col("reason").isNull();
-        Dataset<Row> marked = LateRecordRouter.markLate(checked, pipeline, watermarkMs);
+        flat.add((avro ? d.getField(WorkingColumns.DECODED_PAYLOAD) : col(WorkingColumns.VALUE).cast("string")).as(WorkingColumns.DECODED_PAYLOAD));
+        Dataset<Row> flattened = decoded.select(flat.toArray(Column[]::new));
+        List<Column> checked = new ArrayList<>(List.of(col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col(WorkingColumns.KAFKA_KEY),
+                col("ingest_ts"), col(WorkingColumns.VALUE), reason.as(WorkingColumns.REASON), detail.as(WorkingColumns.DETAIL), col(WorkingColumns.DECODED_PAYLOAD)));
+        eventColumns().forEach(c -> checked.add(col(c)));
+        Column valid = col(WorkingColumns.REASON).isNull();
+        Dataset<Row> marked = LateRecordRouter.markLate(flattened.select(checked.toArray(Column[]::new)), pipeline, watermarkMs);
         return marked
                 .withColumn("is_late", when(valid, col("is_late")))
-                .withColumn("payload", when(valid, col("decoded_payload")))
-                .withColumn("message_bytes", expr("coalesce(length(value), 0)"))
-                .withColumn("raw_bytes", when(col("reason").isNotNull(),
-                        expr("CASE WHEN length(value) > " + maxMessageBytes + " THEN substring(value, 1, " + maxMessageBytes + ") ELSE value END")))
-                .withColumn("raw_text", when(col("reason").isNotNull(), expr("try_validate_utf8(CAST(raw_bytes AS STRING))")))
-                .drop("value", "decoded_payload");
+                .withColumn("payload", when(valid, col(WorkingColumns.DECODED_PAYLOAD)))
+                .withColumn(WorkingColumns.MESSAGE_BYTES, expr("coalesce(length(" + WorkingColumns.VALUE + "), 0)"))
+                .withColumn(WorkingColumns.RAW_BYTES, when(col(WorkingColumns.REASON).isNotNull(), expr("CASE WHEN length(" + WorkingColumns.VALUE + ") > " + maxMessageBytes
+                        + " THEN substring(" + WorkingColumns.VALUE + ", 1, " + maxMessageBytes + ") ELSE " + WorkingColumns.VALUE + " END")))
+                .withColumn(WorkingColumns.RAW_TEXT, when(col(WorkingColumns.REASON).isNotNull(), expr("try_validate_utf8(CAST(" + WorkingColumns.RAW_BYTES + " AS STRING))")))
+                .drop(WorkingColumns.VALUE, WorkingColumns.DECODED_PAYLOAD);
     }
 
     /** Rows for {@code raw_events}: the event's columns, the message, where it came from and when. */
@@ -146,16 +153,17 @@ public final class RecordClassifier {
         List<Column> columns = new ArrayList<>();
         events.columns().forEach(c -> columns.add(col(c.name())));
         columns.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("ingest_ts"),
-                col("is_late"), BatchConstant.of(batchId).as("batch_id"), expr("to_date(" + events.eventTime() + ")").as("event_date")));
-        return classified.filter(col("reason").isNull()).select(columns.toArray(Column[]::new));
+                col("is_late"), BatchConstant.of(batchId).as("batch_id"), expr("to_date(`" + events.eventTime() + "`)").as("event_date")));
+        return classified.filter(col(WorkingColumns.REASON).isNull()).select(columns.toArray(Column[]::new));
     }
 
     /** Rows for {@code dead_letter}. */
     public static Dataset<Row> deadLetters(Dataset<Row> classified, long batchId) {
-        return classified.filter(col("reason").isNotNull()).select(
-                col("reason"), col("detail"), col("raw_bytes"), col("raw_text"), col("message_bytes"), col("kafka_key"),
-                col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), BatchConstant.of(batchId).as("batch_id"),
-                col("ingest_ts").as("arrival_ts"), expr("to_date(ingest_ts)").as("arrival_date"));
+        return classified.filter(col(WorkingColumns.REASON).isNotNull()).select(
+                col(WorkingColumns.REASON).as("reason"), col(WorkingColumns.DETAIL).as("detail"), col(WorkingColumns.RAW_BYTES).as("raw_bytes"), col(WorkingColumns.RAW_TEXT).as("raw_text"),
+                col(WorkingColumns.MESSAGE_BYTES).as("message_bytes"), col(WorkingColumns.KAFKA_KEY).as("kafka_key"), col("kafka_topic"), col("kafka_partition"),
+                col("kafka_offset"), BatchConstant.of(batchId).as("batch_id"), col("ingest_ts").as("arrival_ts"),
+                expr("to_date(ingest_ts)").as("arrival_date"));
     }
 
     /** The event table's column names, in order. */
@@ -163,34 +171,35 @@ public final class RecordClassifier {
         return events.columns().stream().map(Pipeline.Column::name).toList();
     }
 
-    /** The {@code kind} of a classified row in {@link #summary}. */
+    /** The {@code kind} ({@link WorkingColumns#KIND}) of a row in {@link #summary}. */
     public static final String ON_TIME = "on_time";
     public static final String LATE = "late";
     public static final String INVALID = "invalid";
-    /** A summary row of a KPI table's partial aggregate: {@code kpi} is the table's index in the pipeline. */
+    /** A summary row of a KPI table's partial aggregate: {@link WorkingColumns#KPI_INDEX} is the table's index in the pipeline. */
     public static final String KPI = "kpi";
 
     /**
      * One action over the classified batch, two kinds of rows:
      * <ul>
-     * <li>per {@code kind} ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}), {@code reason} (null for
-     *   valid records) and {@code kafka_partition}: {@code records} and {@code max_event_ms}, the newest
-     *   valid event time (null for invalid records): the batch's counts and its watermark input;</li>
-     * <li>{@code kind = }{@link #KPI}, per KPI table ({@code kpi}, its index) and window and dimensions:
+     * <li>per kind ({@link #ON_TIME}, {@link #LATE}, {@link #INVALID}), reason (null for valid records)
+     *   and {@code kafka_partition}: {@link WorkingColumns#RECORDS} and {@link WorkingColumns#MAX_EVENT_MS}, the newest valid
+     *   event time (null for invalid records): the batch's counts and its watermark input;</li>
+     * <li>kind {@link #KPI}, per KPI table ({@link WorkingColumns#KPI_INDEX}, its index) and window and dimensions:
      *   the table's partial aggregate of the records its windows still take
      *   ({@link KpiAggregation#partials}), each state column and {@code updated_at} named
      *   {@link #partialColumn} so that two tables' columns never meet.</li>
      * </ul>
+     * The kind, reason, counts and table index are working columns ({@link WorkingColumns}): a dimension may be called {@code kind}.
      */
     public Dataset<Row> summary(Dataset<Row> classified, List<KpiAggregation> tables, Watermark watermark) {
-        Column kind = when(col("reason").isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as("kind");
-        Dataset<Row> out = classified.groupBy(kind, col("reason"), col("kafka_partition"))
-                .agg(count(lit(1)).as("records"), max(expr("CASE WHEN reason IS NULL THEN unix_millis(" + events.eventTime() + ") END"))
-                        .as("max_event_ms"));
-        Dataset<Row> valid = classified.filter(col("reason").isNull());
+        Column kind = when(col(WorkingColumns.REASON).isNotNull(), lit(INVALID)).when(col("is_late"), lit(LATE)).otherwise(lit(ON_TIME)).as(WorkingColumns.KIND);
+        Dataset<Row> out = classified.groupBy(kind, col(WorkingColumns.REASON), col("kafka_partition"))
+                .agg(count(lit(1)).as(WorkingColumns.RECORDS), max(when(col(WorkingColumns.REASON).isNull(), expr("unix_millis(`" + events.eventTime() + "`)")))
+                        .as(WorkingColumns.MAX_EVENT_MS));
+        Dataset<Row> valid = classified.filter(col(WorkingColumns.REASON).isNull());
         for (int i = 0; i < tables.size(); i++) {
             KpiAggregation t = tables.get(i);
-            List<Column> columns = new ArrayList<>(List.of(lit(KPI).as("kind"), lit(i).as("kpi")));
+            List<Column> columns = new ArrayList<>(List.of(lit(KPI).as(WorkingColumns.KIND), lit(i).as(WorkingColumns.KPI_INDEX)));
             KpiAggregation.WINDOW_COLUMNS.forEach(c -> columns.add(col(c)));
             t.dimensions().forEach(d -> columns.add(col(d)));
             for (String s : t.state()) {
@@ -202,13 +211,13 @@ public final class RecordClassifier {
         return out;
     }
 
-    /** The name in {@link #summary} of KPI table {@code kpi}'s partial column {@code column}. */
+    /** The name in {@link #summary} of KPI table {@code kpi}'s partial column {@code column}: a working column. */
     public static String partialColumn(int kpi, String column) {
-        return "kpi" + kpi + "_" + column;
+        return WorkingColumns.of("kpi" + kpi + "_" + column);
     }
 
     /** Rows for {@code late_events}: one per late contribution of a valid record ({@link LateRecordRouter#lateEvents}). */
     public Dataset<Row> lateEvents(Dataset<Row> classified, long watermarkMs, long batchId) {
-        return LateRecordRouter.lateEvents(classified.filter(col("reason").isNull()), pipeline, watermarkMs, batchId);
+        return LateRecordRouter.lateEvents(classified.filter(col(WorkingColumns.REASON).isNull()), pipeline, watermarkMs, batchId);
     }
 }

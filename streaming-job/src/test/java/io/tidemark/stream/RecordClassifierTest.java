@@ -98,12 +98,12 @@ class RecordClassifierTest {
         Dataset<Row> classified = classifier.classify(batch(), WATERMARK_MS);
 
         assertThat(Arrays.stream(classified.schema().fields()).map(StructField::name)).containsExactly(
-                "kafka_topic", "kafka_partition", "kafka_offset", "kafka_key", "ingest_ts", "reason", "detail",
+                "kafka_topic", "kafka_partition", "kafka_offset", "__tm_kafka_key", "ingest_ts", "__tm_reason", "__tm_detail",
                 "subscriber_id", "cell_site_id", "event_ts", "volume_gb", "is_late",
-                "payload", "message_bytes", "raw_bytes", "raw_text");
+                "payload", "__tm_message_bytes", "__tm_raw_bytes", "__tm_raw_text");
         // (a record's windows are per KPI table: its late ones are in the late_events rows, LateRecordRouterTest)
-        assertThat(values(classified.select("kafka_offset", "reason", "subscriber_id", "cell_site_id", "event_ts", "volume_gb",
-                "is_late", "payload", "raw_text", "message_bytes", "ingest_ts").orderBy("kafka_offset")))
+        assertThat(values(classified.select("kafka_offset", "__tm_reason", "subscriber_id", "cell_site_id", "event_ts", "volume_gb",
+                "is_late", "payload", "__tm_raw_text", "__tm_message_bytes", "ingest_ts").orderBy("kafka_offset")))
                 .containsExactly(
                         row(100L, null, "sub-1", "cell-A", t("2026-11-29T14:12:30.250Z"), 0.1,
                                 false, ON_TIME_1, null, ON_TIME_1.length(),
@@ -119,8 +119,8 @@ class RecordClassifierTest {
                         row(104L, "MISSING_FIELD", null, null, null, null, null, null, NO_VOLUME, NO_VOLUME.length(),
                                 t("2026-11-29T14:20:05Z")));
 
-        List<Row> invalid = classified.filter("reason IS NOT NULL").orderBy("kafka_offset")
-                .select("detail", "raw_bytes", "kafka_key").collectAsList();
+        List<Row> invalid = classified.filter("__tm_reason IS NOT NULL").orderBy("kafka_offset")
+                .select("__tm_detail", "__tm_raw_bytes", "__tm_kafka_key").collectAsList();
         assertThat(invalid.get(0).getString(0)).startsWith("Unrecognized token 'not'");
         assertThat((byte[]) invalid.get(0).get(1)).isEqualTo(NOT_JSON.getBytes(StandardCharsets.UTF_8));
         assertThat(invalid.get(0).get(2)).isNull();
@@ -142,11 +142,11 @@ class RecordClassifierTest {
         Dataset<Row> summary = summary(WATERMARK_MS);
 
         assertThat(Arrays.stream(summary.schema().fields()).map(StructField::name)).containsExactly(
-                "kind", "reason", "kafka_partition", "records", "max_event_ms", "kpi", "event_date", "window_start", "window_end",
-                "cell_site_id", "kpi0_record_count", "kpi0_total_gb", "kpi0_subscriber_sketch", "kpi0_updated_at");
+                "__tm_kind", "__tm_reason", "kafka_partition", "__tm_records", "__tm_max_event_ms", "__tm_kpi", "event_date", "window_start", "window_end",
+                "cell_site_id", "__tm_kpi0_record_count", "__tm_kpi0_total_gb", "__tm_kpi0_subscriber_sketch", "__tm_kpi0_updated_at");
         LocalDate day = LocalDate.of(2026, 11, 29);
-        assertThat(values(summary.selectExpr("kind", "reason", "kafka_partition", "records", "max_event_ms")
-                .where("kind <> 'kpi'").orderBy("kind", "reason", "kafka_partition")))
+        assertThat(values(summary.selectExpr("__tm_kind", "__tm_reason", "kafka_partition", "__tm_records", "__tm_max_event_ms")
+                .where("__tm_kind <> 'kpi'").orderBy("__tm_kind", "__tm_reason", "kafka_partition")))
                 .containsExactly(
                         // invalid records form one group per reason: no event time
                         row(RecordClassifier.INVALID, "MISSING_FIELD", 0, 1L, null),
@@ -154,8 +154,8 @@ class RecordClassifierTest {
                         // the watermark's input: each partition's newest valid event time, late records included
                         row(RecordClassifier.LATE, null, 1, 1L, t("2026-11-29T13:55:00Z").toEpochMilli()),
                         row(RecordClassifier.ON_TIME, null, 0, 2L, t("2026-11-29T14:19:59.999Z").toEpochMilli()));
-        assertThat(values(summary.selectExpr("kpi", "event_date", "window_start", "window_end", "cell_site_id", "kpi0_record_count",
-                "kpi0_total_gb", "hll_sketch_estimate(kpi0_subscriber_sketch)", "kpi0_updated_at").where("kind = 'kpi'")))
+        assertThat(values(summary.selectExpr("__tm_kpi", "event_date", "window_start", "window_end", "cell_site_id", "__tm_kpi0_record_count",
+                "__tm_kpi0_total_gb", "hll_sketch_estimate(__tm_kpi0_subscriber_sketch)", "__tm_kpi0_updated_at").where("__tm_kind = 'kpi'")))
                 .containsExactly(
                         // the batch's contribution to kpi_5m: 0.1 + 0.2 exactly, two subscribers, the newest ingest time; the late
                         // record's window has closed, so it has none
@@ -166,13 +166,13 @@ class RecordClassifierTest {
     @Test
     void theSameBatchBeforeAnyWatermarkHasNothingLate() {
         Dataset<Row> summary = summary(0L);
-        assertThat(values(summary.select("kind", "reason", "records").where("kind <> 'kpi'").orderBy("kind", "reason", "kafka_partition")))
+        assertThat(values(summary.select("__tm_kind", "__tm_reason", "__tm_records").where("__tm_kind <> 'kpi'").orderBy("__tm_kind", "__tm_reason", "kafka_partition")))
                 .containsExactly(
                         row(RecordClassifier.INVALID, "MISSING_FIELD", 1L),
                         row(RecordClassifier.INVALID, "NOT_JSON", 1L),
                         row(RecordClassifier.ON_TIME, null, 2L), // partition 0
                         row(RecordClassifier.ON_TIME, null, 1L)); // partition 1: the record late above
-        assertThat(values(summary.select("window_start", "kpi0_record_count").where("kind = 'kpi'").orderBy("window_start"))).containsExactly(
+        assertThat(values(summary.select("window_start", "__tm_kpi0_record_count").where("__tm_kind = 'kpi'").orderBy("window_start"))).containsExactly(
                 row(t("2026-11-29T13:50:00Z"), 1L),
                 row(t("2026-11-29T14:10:00Z"), 2L));
     }
@@ -208,12 +208,12 @@ class RecordClassifierTest {
             kafka.add(RowFactory.create(null, messages.get(i).getBytes(StandardCharsets.UTF_8), TOPIC, 0, (long) i, t(now)));
         }
         Dataset<Row> classified = classifier.classify(spark.createDataFrame(kafka, KAFKA), 0L);
-        assertThat(values(classified.orderBy("kafka_offset").select("reason"))).containsExactly(
+        assertThat(values(classified.orderBy("kafka_offset").select("__tm_reason"))).containsExactly(
                 row("BLANK_ID"), row("NEGATIVE_VOLUME"), row("NON_FINITE_VOLUME"), row("NON_FINITE_VOLUME"), row("NON_FINITE_VOLUME"),
                 row("VOLUME_TOO_LARGE"), row("VOLUME_TOO_LARGE"), row((Object) null), row("BLANK_ID"), row("NEGATIVE_VOLUME"),
                 row("BAD_TIMESTAMP"), row("BLANK_ID"));
         assertThat(values(classified.where("kafka_offset = 7").select("volume_gb", "is_late"))).containsExactly(row(1e12, false));
-        assertThat(values(classified.where("kafka_offset IN (1, 2, 10)").orderBy("kafka_offset").select("detail"))).containsExactly(
+        assertThat(values(classified.where("kafka_offset IN (1, 2, 10)").orderBy("kafka_offset").select("__tm_detail"))).containsExactly(
                 row("CHECK negative_volume (volume_gb >= 0) is false for volume_gb = -0.1"),
                 row("CHECK non_finite_volume (NOT isnan(volume_gb) AND abs(volume_gb) < double('infinity')) is false for volume_gb = NaN"),
                 row("event_ts 'yesterday': expected ISO-8601 like 2026-11-29T14:03:12.345Z"));
@@ -242,16 +242,16 @@ class RecordClassifierTest {
             kafka.add(RowFactory.create(null, messages.get(i), "orders", 0, (long) i, t("2026-11-29T14:13:00Z")));
         }
         Dataset<Row> classified = avro.classify(spark.createDataFrame(kafka, KAFKA), WATERMARK_MS).orderBy("kafka_offset").cache();
-        assertThat(values(classified.select("reason", "id", "n", "amount", "ts", "note", "is_late"))).containsExactly(
+        assertThat(values(classified.select("__tm_reason", "id", "n", "amount", "ts", "note", "is_late"))).containsExactly(
                 row(null, "o-1", 7L, new BigDecimal("12.50"), t("2026-11-29T14:12:30Z"), "hi", false),
                 row(null, "o-2", 8L, new BigDecimal("1.50"), t("2026-11-29T14:12:30Z"), null, false),
                 row("POSITIVE_AMOUNT", "o-3", 1L, new BigDecimal("-2.00"), t("2026-11-29T14:12:30Z"), null, null),
                 row("UNKNOWN_SCHEMA", null, null, null, null, null, null),
                 row("NOT_AVRO", null, null, null, null, null, null));
-        assertThat(values(classified.where("reason IS NULL").select("payload"))).containsExactly(
+        assertThat(values(classified.where("__tm_reason IS NULL").select("payload"))).containsExactly(
                 row("{\"id\": \"o-1\", \"n\": 7, \"amount\": 12.50, \"ts\": \"2026-11-29T14:12:30Z\", \"note\": \"hi\"}"),
                 row("{\"id\": \"o-2\", \"n\": 8, \"amount\": 1.500, \"ts\": \"2026-11-29T14:12:30Z\", \"channel\": \"app\"}"));
-        List<Row> dead = classified.where("reason IS NOT NULL").select("raw_bytes", "detail").collectAsList();
+        List<Row> dead = classified.where("__tm_reason IS NOT NULL").select("__tm_raw_bytes", "__tm_detail").collectAsList();
         assertThat((byte[]) dead.get(1).get(0)).isEqualTo(messages.get(3));
         assertThat(dead.get(0).getString(1)).isEqualTo("CHECK positive_amount (amount > 0) is false for amount = -2.00");
         assertThat(dead.get(1).getString(1)).isEqualTo("schema id 7 is not in the schema registry " + schemas);

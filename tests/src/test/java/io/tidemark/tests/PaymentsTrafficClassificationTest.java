@@ -125,10 +125,10 @@ class PaymentsTrafficClassificationTest {
         Dataset<Row> classified = classifier.classify(kafkaRows, watermark.millis()).cache();
         try {
             Map<Long, Boolean> lateByOffset = new TreeMap<>();
-            for (Row r : classified.filter("reason IS NULL").select(col("kafka_offset"), col("is_late")).collectAsList()) {
+            for (Row r : classified.filter("__tm_reason IS NULL").select(col("kafka_offset"), col("is_late")).collectAsList()) {
                 lateByOffset.put(r.getLong(0), r.getBoolean(1));
             }
-            List<Row> rows = classified.select("kafka_offset", "reason", "detail", "txn_id", "user_id", "merchant_id", "country", "amount",
+            List<Row> rows = classified.select("kafka_offset", "__tm_reason", "__tm_detail", "txn_id", "user_id", "merchant_id", "country", "amount",
                     "status", "ts").orderBy("kafka_offset").collectAsList();
             assertThat(rows).hasSize(COUNT);
 
@@ -175,7 +175,7 @@ class PaymentsTrafficClassificationTest {
 
             // The on-time payments, and only they, count in merchant_1m's windows still open under the watermark.
             Row totals = new KpiAggregation(merchant1m, events.eventTime())
-                    .partials(classified.filter("reason IS NULL"), watermark)
+                    .partials(classified.filter("__tm_reason IS NULL"), watermark)
                     .selectExpr("sum(txns)", "sum(approved_amount)").first();
             assertThat(totals.getLong(0)).isEqualTo((long) generated.get(PaymentKind.ON_TIME));
             assertThat(totals.getDecimal(1)).isEqualByComparingTo(onTimeApproved);
@@ -208,7 +208,7 @@ class PaymentsTrafficClassificationTest {
         Watermark watermark = Watermark.ofMillis(START.minus(payments.events().lateness()).toEpochMilli());
         Dataset<Row> classified = classifier.classify(kafkaRows, watermark.millis()).cache();
         try {
-            List<Row> rows = classified.select("kafka_offset", "reason", "detail", "txn_id", "user_id", "merchant_id", "country", "amount",
+            List<Row> rows = classified.select("kafka_offset", "__tm_reason", "__tm_detail", "txn_id", "user_id", "merchant_id", "country", "amount",
                     "status", "ts", "is_late").orderBy("kafka_offset").collectAsList();
             assertThat(rows).hasSize(COUNT);
             Map<org.apache.avro.Schema, org.apache.avro.generic.GenericDatumReader<org.apache.avro.generic.GenericRecord>> readers =

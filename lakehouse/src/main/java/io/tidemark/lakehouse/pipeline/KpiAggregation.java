@@ -71,6 +71,8 @@ public final class KpiAggregation {
      * {@code event_date} (the UTC date of the window's start) added. A tumbling window is the one
      * whose start is the event time rounded down to the size; a hopping window of size S sliding by L
      * gives each record the S / L windows whose start is its time rounded down to L, minus 0..S/L-1 slides.
+     * The three columns are ones late_events and the KPI tables store, which no event column may take
+     * ({@link PipelineTables#ownEventColumns}).
      */
     public Dataset<Row> windowed(Dataset<Row> events) {
         return windowed(events, eventTime, table.window());
@@ -80,15 +82,15 @@ public final class KpiAggregation {
     public static Dataset<Row> windowed(Dataset<Row> events, String eventTime, Pipeline.Window window) {
         long sizeUs = window.size().toNanos() / 1000;
         long slideUs = window.slide().toNanos() / 1000;
-        String ts = "unix_micros(" + eventTime + ")";
+        String ts = "unix_micros(" + Pipeline.quote(eventTime) + ")";
         Dataset<Row> out;
         if (window.tumbling()) {
             out = events.withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + sizeUs + "L))"));
         } else {
-            out = events.withColumn("tidemark_slide", expr("explode(sequence(0L, " + (window.windowsPerRecord() - 1) + "L))"))
-                    .withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + slideUs + "L) - tidemark_slide * "
-                            + slideUs + "L)"))
-                    .drop("tidemark_slide");
+            out = events.withColumn(WorkingColumns.SLIDE, expr("explode(sequence(0L, " + (window.windowsPerRecord() - 1) + "L))"))
+                    .withColumn("window_start", expr("timestamp_micros(" + ts + " - pmod(" + ts + ", " + slideUs + "L) - "
+                            + WorkingColumns.SLIDE + " * " + slideUs + "L)"))
+                    .drop(WorkingColumns.SLIDE);
         }
         return out.withColumn("window_end", expr("timestamp_micros(unix_micros(window_start) + " + sizeUs + "L)"))
                 .withColumn("event_date", expr("to_date(window_start)"));
@@ -110,6 +112,7 @@ public final class KpiAggregation {
         List<Column> aggregates = new ArrayList<>();
         table.measures().forEach(m -> m.partial().forEach(p -> aggregates.add(expr(p))));
         aggregates.add(max(col("ingest_ts")).as("updated_at"));
+        // the groups' own columns: window, dimensions, state and updated_at, none of which a dimension or measure may take twice
         return windowed.groupBy(keys.toArray(Column[]::new))
                 .agg(aggregates.get(0), aggregates.subList(1, aggregates.size()).toArray(Column[]::new));
     }

@@ -87,8 +87,17 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
     }
 
-    /** A column of the event schema. {@code notNull}: a record without it goes to dead_letter as NULL_FIELD or MISSING_FIELD. */
-    public record Column(String name, DataType type, boolean notNull, Position at) {
+    /**
+     * A column of the event schema. {@code notNull}: a record without it goes to dead_letter as NULL_FIELD or MISSING_FIELD.
+     *
+     * @param field the record's field it reads: its own name, unless the event table's option {@code 'field.<column>'} names another
+     */
+    public record Column(String name, DataType type, boolean notNull, Position at, String field) {
+        /** A column that reads the field of its own name. */
+        public Column(String name, DataType type, boolean notNull, Position at) {
+            this(name, type, notNull, at, name);
+        }
+
         /** The type as SQL writes it: STRING, DECIMAL(12,2), TIMESTAMP... */
         public String sqlType() {
             return type.sql();
@@ -125,11 +134,16 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         public String detail() {
             List<String> values = new ArrayList<>();
             for (String c : columns) {
-                values.add("concat('" + literal(c) + " = ', coalesce(CAST(" + c + " AS STRING), 'null'))");
+                values.add("concat('" + literal(c) + " = ', coalesce(CAST(" + quote(c) + " AS STRING), 'null'))");
             }
             return "concat('" + literal("CHECK " + name + " (" + condition + ") is false" + (columns.isEmpty() ? "" : " for ")) + "'"
                     + (columns.isEmpty() ? "" : ", concat_ws(', ', " + String.join(", ", values) + ")") + ")";
         }
+    }
+
+    /** {@code identifier} quoted for Spark SQL: a column of any name (a producer's {@code timestamp}, {@code order}) inside an expression. */
+    public static String quote(String identifier) {
+        return "`" + identifier.replace("`", "``") + "`";
     }
 
     /** {@code text} inside a single-quoted Spark SQL string literal. */
@@ -239,11 +253,25 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
          * columns, then Tidemark's own (is_final, source, updated_at, the stream's batch, event_date).
          */
         public List<String> columns() {
-            List<String> out = new ArrayList<>(List.of("window_start TIMESTAMP NOT NULL", "window_end TIMESTAMP NOT NULL"));
+            List<String> out = new ArrayList<>(OWN_COLUMNS.subList(0, 2));
             dimensions.forEach(d -> out.add(d.toString()));
             measures.forEach(m -> out.addAll(m.storedColumns()));
-            out.addAll(List.of("is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL", "stream_batch_id BIGINT",
-                    "event_date DATE NOT NULL"));
+            out.addAll(OWN_COLUMNS.subList(2, OWN_COLUMNS.size()));
+            return out;
+        }
+
+        /**
+         * The columns every KPI table stores beside its dimensions and measures: the window bounds first, the rest last
+         * ({@link #columns}). No dimension, measure or sketch column may take one of their names.
+         */
+        public static final List<String> OWN_COLUMNS = List.of("window_start TIMESTAMP NOT NULL", "window_end TIMESTAMP NOT NULL",
+                "is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL", "stream_batch_id BIGINT",
+                "event_date DATE NOT NULL");
+
+        /** The names of {@link #OWN_COLUMNS}. */
+        public static java.util.Set<String> ownColumnNames() {
+            java.util.Set<String> out = new java.util.TreeSet<>();
+            OWN_COLUMNS.forEach(c -> out.add(c.substring(0, c.indexOf(' '))));
             return out;
         }
     }

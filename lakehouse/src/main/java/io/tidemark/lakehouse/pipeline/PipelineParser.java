@@ -93,10 +93,36 @@ public final class PipelineParser {
         EVENT_OPTIONS.put("drift_threshold", "relative drift above which a reconciled window is reported (default 0.01)");
     }
 
-    /** Columns Tidemark adds to its tables: an event or KPI column may not take their names. */
-    static final Set<String> RESERVED_COLUMNS = Set.of("window_start", "window_end", "event_date", "is_final", "source", "updated_at",
-            "stream_batch_id", "batch_id", "kafka_topic", "kafka_partition", "kafka_offset", "ingest_ts", "arrival_ts", "watermark",
-            "late_by_ms", "is_late", "reason", "detail", "payload", "kpi");
+    /** The event table's option that reads a field of the record into a column of another name: {@code 'field.<column>' = '<field>'}. */
+    static final String FIELD_PREFIX = "field.";
+
+    /**
+     * Why an event column may not be called {@code name}, or null when it may: a working column's prefix
+     * ({@link WorkingColumns}), or a column raw_events or late_events stores beside the event's
+     * ({@link PipelineTables#ownEventColumns}). Every other name is the producer's to choose.
+     */
+    static String eventColumnClash(String name) {
+        String lower = name.toLowerCase(Locale.ROOT);
+        if (WorkingColumns.isWorking(lower)) {
+            return "names beginning with " + WorkingColumns.PREFIX + " are Tidemark's working columns";
+        }
+        if (PipelineTables.ownEventColumns().contains(lower)) {
+            return "'" + name + "' is a column raw_events or late_events stores beside the event's";
+        }
+        return null;
+    }
+
+    /** Why a KPI table's dimension, measure or sketch column may not be called {@code name}, or null when it may. */
+    static String kpiColumnClash(String name) {
+        String lower = name.toLowerCase(Locale.ROOT);
+        if (WorkingColumns.isWorking(lower)) {
+            return "names beginning with " + WorkingColumns.PREFIX + " are Tidemark's working columns";
+        }
+        if (KpiTable.ownColumnNames().contains(lower)) {
+            return "'" + name + "' is a column every KPI table stores (" + String.join(", ", KpiTable.ownColumnNames()) + ")";
+        }
+        return null;
+    }
 
     /** Aggregates Spark knows that cannot be merged across micro-batches, with what to write instead. */
     private static final Map<String, String> NOT_MERGEABLE = Map.ofEntries(
@@ -442,9 +468,17 @@ public final class PipelineParser {
                     + "OPTIONS (topic '...', event_time '...', lateness '...')");
         }
         Map<String, Literal> literals = new LinkedHashMap<>();
+        Map<String, Expression> fields = new LinkedHashMap<>();
         OptionList list = spec.optionExpression();
         for (scala.Tuple2<String, Expression> kv : CollectionConverters.asJava(list.options())) {
             String key = kv._1().toLowerCase(Locale.ROOT);
+            if (key.startsWith(FIELD_PREFIX)) {
+                if (!(kv._2() instanceof Literal l) || l.value() == null || l.value().toString().isEmpty()) {
+                    throw refuse(kv._2(), "option '" + kv._1() + "' does not name a field", "'" + kv._1() + "' = '<the field's name in the record>'");
+                }
+                fields.put(kv._1().substring(FIELD_PREFIX.length()), kv._2());
+                continue;
+            }
             if (!EVENT_OPTIONS.containsKey(key)) {
                 throw refuse(kv._2(), "unknown option '" + kv._1() + "' of the event table", "one of " + String.join(", ",
                         EVENT_OPTIONS.keySet()) + ": " + String.join("; ", EVENT_OPTIONS.entrySet().stream()
@@ -456,21 +490,25 @@ public final class PipelineParser {
             literals.put(key, l);
             options.put(key, l.value().toString());
         }
-        List<Column> columns = new ArrayList<>();
+        List<Column> declared = new ArrayList<>();
         for (ColumnDefinition c : CollectionConverters.asJava(ct.columns())) {
             Position p = at(c);
-            if (columns.stream().anyMatch(x -> x.name().equalsIgnoreCase(c.name()))) {
+            if (declared.stream().anyMatch(x -> x.name().equalsIgnoreCase(c.name()))) {
                 throw new PipelineException(p, "a second column named '" + c.name() + "'", "a name of its own");
             }
-            if (RESERVED_COLUMNS.contains(c.name().toLowerCase(Locale.ROOT))) {
-                throw new PipelineException(p, "'" + c.name() + "' is a column Tidemark adds to its tables", "another name");
+            String clash = eventColumnClash(c.name());
+            if (clash != null) {
+                throw new PipelineException(p, "an event column called '" + c.name() + "': " + clash, "another name for the column; a field "
+                        + "the records carry under this name is read into it with the event table's option 'field.<column>' = '" + c.name()
+                        + "' (OPTIONS (..., 'field.event_" + c.name() + "' = '" + c.name() + "'))");
             }
             if (!eventType(c.dataType())) {
                 throw new PipelineException(p, "column '" + c.name() + "' has type " + c.dataType().sql() + ", which an event cannot carry",
                         "one of STRING, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), DATE, TIMESTAMP");
             }
-            columns.add(new Column(c.name(), c.dataType(), !c.nullable(), p));
+            declared.add(new Column(c.name(), c.dataType(), !c.nullable(), p));
         }
+        List<Column> columns = readFields(name, declared, fields);
         if (columns.isEmpty()) {
             throw new PipelineException(statementStart(), "the event table '" + name + "' has no columns", "CREATE TABLE " + name
                     + " (id STRING NOT NULL, ts TIMESTAMP NOT NULL, ...)");
@@ -513,6 +551,38 @@ public final class PipelineParser {
             }
         });
         return new EventTable(name, columns, checks, topic, format, registry, et.name(), lateness, start);
+    }
+
+    /**
+     * The columns with the fields they read: a column reads the field of its own name, unless the option
+     * {@code 'field.<column>' = '<field>'} names another (the spelling of Hive's JSON SerDe mappings, for a
+     * field whose name is taken or awkward). No two columns read the same field.
+     */
+    private List<Column> readFields(String table, List<Column> columns, Map<String, Expression> fields) {
+        List<Column> out = new ArrayList<>(columns);
+        for (Map.Entry<String, Expression> f : fields.entrySet()) {
+            int i = -1;
+            for (int c = 0; c < out.size(); c++) {
+                if (out.get(c).name().equalsIgnoreCase(f.getKey())) {
+                    i = c;
+                }
+            }
+            if (i < 0) {
+                throw refuse(f.getValue(), "option 'field." + f.getKey() + "' names no column of '" + table + "'", "'field.<column>' = "
+                        + "'<field>' for one of " + String.join(", ", out.stream().map(Column::name).toList()));
+            }
+            Column c = out.get(i);
+            out.set(i, new Column(c.name(), c.type(), c.notNull(), c.at(), ((Literal) f.getValue()).value().toString()));
+        }
+        Map<String, Column> byField = new LinkedHashMap<>();
+        for (Column c : out) {
+            Column other = byField.putIfAbsent(c.field(), c);
+            if (other != null) {
+                throw new PipelineException(c.at(), "columns '" + other.name() + "' and '" + c.name() + "' both read the field '" + c.field() + "'",
+                        "one column per field: another field for one of them ('field." + c.name() + "' = '<field>')");
+            }
+        }
+        return out;
     }
 
     private Double driftThreshold(CreateTable ct, Map<String, String> options) {
@@ -661,9 +731,10 @@ public final class PipelineParser {
                 Measure m = measure(f, alias, e, events);
                 for (String stored : m.storedColumns()) {
                     String column = stored.substring(0, stored.indexOf(' ')).toLowerCase(Locale.ROOT);
-                    if (!outputNames.add(column) || RESERVED_COLUMNS.contains(column)) {
+                    String clash = kpiColumnClash(column);
+                    if (!outputNames.add(column) || clash != null) {
                         throw refuse(e, "the measure '" + m.name() + "' would store a column '" + column + "' that "
-                                + (RESERVED_COLUMNS.contains(column) ? "Tidemark adds itself" : "the table has already"), "another name");
+                                + (clash != null ? "Tidemark keeps for itself: " + clash : "the table has already"), "another name");
                     }
                 }
                 measures.add(m);
@@ -734,7 +805,7 @@ public final class PipelineParser {
                                 + SKETCH_COLUMN + "' = 'users_sketch'), or no TBLPROPERTIES");
             }
             String column = p.getValue().toLowerCase(Locale.ROOT);
-            if (!column.matches("[a-z][a-z0-9_]*") || RESERVED_COLUMNS.contains(column)
+            if (!column.matches("[a-z][a-z0-9_]*") || kpiColumnClash(column) != null
                     || (outputNames.contains(column) && !column.equals(out.get(m).sketch().toLowerCase(Locale.ROOT)))) {
                 throw new PipelineException(statementStart(), "the sketch column '" + p.getValue() + "' of '" + out.get(m).name()
                         + "' is not a name of its own", "a name of letters, digits and underscores that no other column has");
@@ -957,6 +1028,12 @@ public final class PipelineParser {
         String name = columnName(a, events);
         Column c = events.column(name).orElseThrow(() -> refuse(a, "GROUP BY " + name + ": no such column in '" + events.name() + "'",
                 "one of " + String.join(", ", events.columns().stream().map(Column::name).toList())));
+        String clash = kpiColumnClash(c.name());
+        if (clash != null) {
+            throw refuse(a, "GROUP BY " + c.name() + ": a KPI table keeps its dimensions under the event column's name, and " + clash,
+                    "another name for the event column (a field the records carry as '" + c.field() + "' is read into it with the event table's "
+                            + "option 'field.<column>' = '" + c.field() + "')");
+        }
         if (c.type() instanceof FloatType || c.type() instanceof DoubleType) {
             throw refuse(a, "GROUP BY " + c.name() + ", a " + c.sqlType() + " column: floating-point values that print alike can differ, "
                     + "so the stream and reconcile could group them apart", "a STRING, whole-number, DECIMAL, BOOLEAN or DATE column");

@@ -41,17 +41,10 @@ public final class PipelineTables {
 
     static String rawEvents(Pipeline p) {
         List<String> cols = eventColumns(p, true);
-        cols.addAll(List.of(
-                "payload          STRING    NOT NULL COMMENT 'the message as received, extra fields included'",
-                "kafka_topic      STRING    NOT NULL",
-                "kafka_partition  INT       NOT NULL",
-                "kafka_offset     BIGINT    NOT NULL",
-                "ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log'",
-                "is_late          BOOLEAN   NOT NULL COMMENT '" + (p.tables().size() == 1 && p.tables().get(0).window().tumbling()
-                        ? "true: its window had closed when it arrived; it is in late_events, not in streaming KPIs'"
-                        : "true: a window of it had closed when it arrived; that contribution is in late_events, not in streaming KPIs'"),
-                "batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it'",
-                "event_date       DATE      NOT NULL COMMENT 'UTC date of " + p.events().eventTime() + "'"));
+        cols.addAll(rawEventsOwn(p.tables().size() == 1 && p.tables().get(0).window().tumbling()
+                ? "true: its window had closed when it arrived; it is in late_events, not in streaming KPIs"
+                : "true: a window of it had closed when it arrived; that contribution is in late_events, not in streaming KPIs",
+                p.events().eventTime()));
         // Statistics only where queries filter (the event time, the KPI tables' dimensions, the Kafka position and the batch):
         // collecting them for every column costs time on each append.
         Set<String> stats = new LinkedHashSet<>(List.of(p.events().eventTime()));
@@ -94,9 +87,38 @@ public final class PipelineTables {
     /** The Delta property that keeps a table's change data feed. */
     public static final String CHANGE_DATA_FEED = "'delta.enableChangeDataFeed' = 'true'";
 
-    static String lateEvents(Pipeline p) {
-        List<String> cols = eventColumns(p, false);
-        cols.addAll(List.of(
+    /** raw_events' own columns, after the event's: where the record came from, its batch and its day. */
+    private static List<String> rawEventsOwn(String isLate, String eventTime) {
+        return List.of(
+                "payload          STRING    NOT NULL COMMENT 'the message as received, extra fields included'",
+                "kafka_topic      STRING    NOT NULL",
+                "kafka_partition  INT       NOT NULL",
+                "kafka_offset     BIGINT    NOT NULL",
+                "ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log'",
+                "is_late          BOOLEAN   NOT NULL COMMENT '" + isLate + "'",
+                "batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it'",
+                "event_date       DATE      NOT NULL COMMENT 'UTC date of " + eventTime + "'");
+    }
+
+    /**
+     * The columns raw_events and late_events store beside the event's, by name: no event column may
+     * take one (the parser refuses it and names {@code 'field.<column>'}, which reads a field of that
+     * name into a column of another). Every step of a batch may use these names for what the tables
+     * store under them, and gives any other column of its own a working name ({@link WorkingColumns}).
+     */
+    public static Set<String> ownEventColumns() {
+        Set<String> out = new java.util.TreeSet<>();
+        for (String c : rawEventsOwn("", "")) {
+            out.add(c.substring(0, c.indexOf(' ')));
+        }
+        for (String c : LATE_EVENTS_OWN) {
+            out.add(c.substring(0, c.indexOf(' ')));
+        }
+        return java.util.Collections.unmodifiableSet(out);
+    }
+
+    /** late_events' own columns, after the event's: the window it missed, by how much, where it came from, for which KPI table. */
+    private static final List<String> LATE_EVENTS_OWN = List.of(
                 "window_start     TIMESTAMP NOT NULL",
                 "window_end       TIMESTAMP NOT NULL",
                 "watermark        TIMESTAMP NOT NULL COMMENT 'the watermark in force for the batch that caught it'",
@@ -108,12 +130,18 @@ public final class PipelineTables {
                 "arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp'",
                 "event_date       DATE      NOT NULL",
                 "kpi              STRING             COMMENT 'the KPI table whose window it was late for (null in rows written before late_events "
-                        + "named it: the first KPI table)'"));
+                        + "named it: the first KPI table)'");
+
+    static String lateEvents(Pipeline p) {
+        List<String> cols = eventColumns(p, false);
+        cols.addAll(LATE_EVENTS_OWN);
         return create("late_events", cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES + ")");
     }
 
     private static String create(String table, List<String> columns, String properties) {
-        return "CREATE TABLE IF NOT EXISTS tidemark." + table + " (\n  " + String.join(",\n  ", columns) + "\n) USING delta\n"
+        // Each column's name quoted: a producer's field may be called timestamp, order or key.
+        List<String> quoted = columns.stream().map(c -> Pipeline.quote(c.substring(0, c.indexOf(' '))) + c.substring(c.indexOf(' '))).toList();
+        return "CREATE TABLE IF NOT EXISTS tidemark." + table + " (\n  " + String.join(",\n  ", quoted) + "\n) USING delta\n"
                 + "PARTITIONED BY (event_date)\n"
                 + "LOCATION '${lakehouse}/" + table + "'\n"
                 + properties;

@@ -35,7 +35,7 @@ public final class TruthKpis {
      * The exact rows of a KPI table over complete raw data (late records included), from its
      * definition: each measure's exact face ({@link Measure#exact}), the state the stream would keep
      * beside it (an avg's sum and count, a sketch), the table's columns in its order but the stream's
-     * batch, then {@code late_records}; final, {@code source = 'batch'}, {@code updated_at} the ingest
+     * batch, then the window's late records ({@link WorkingColumns#LATE_RECORDS}); final, {@code source = 'batch'}, {@code updated_at} the ingest
      * time of the newest record counted.
      *
      * <p>A distinct count's sketch is built from the window's distinct values fed once each in sorted
@@ -72,7 +72,7 @@ public final class TruthKpis {
             }
         }
         aggregates.add(max(col("ingest_ts")).as("updated_at"));
-        aggregates.add(count(when(col("is_late"), 1)).as("late_records"));
+        aggregates.add(count(when(col("is_late"), 1)).as(WorkingColumns.LATE_RECORDS));
         Column[] k = keys.toArray(Column[]::new);
         Dataset<Row> exact = windowed.repartition(k).sortWithinPartitions(k).groupBy(k)
                 .agg(aggregates.get(0), aggregates.subList(1, aggregates.size()).toArray(Column[]::new))
@@ -85,7 +85,7 @@ public final class TruthKpis {
                 out.add(col(name));
             }
         }
-        out.add(col("late_records"));
+        out.add(col(WorkingColumns.LATE_RECORDS));
         return exact.select(out.toArray(Column[]::new));
     }
 

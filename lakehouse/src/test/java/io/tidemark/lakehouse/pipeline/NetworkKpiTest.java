@@ -203,7 +203,7 @@ class NetworkKpiTest {
         Dataset<Row> exact = exactKpis(raw);
 
         assertThat(names(exact)).containsExactly("window_start", "window_end", "cell_site_id", "record_count", "total_gb", "subscribers",
-                "subscriber_sketch", "is_final", "source", "updated_at", "event_date", "late_records");
+                "subscriber_sketch", "is_final", "source", "updated_at", "event_date", WorkingColumns.LATE_RECORDS);
         assertThat(exact.schema().apply("subscribers").dataType()).isEqualTo(DataTypes.LongType);
         LocalDate day = LocalDate.of(2026, 11, 29);
         assertThat(values(exact.selectExpr("event_date", "window_start", "window_end", "cell_site_id", "record_count", "total_gb",

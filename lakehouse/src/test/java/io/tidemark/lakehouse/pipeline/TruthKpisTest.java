@@ -67,7 +67,7 @@ class TruthKpisTest {
         TruthKpis.of(raw, io.tidemark.lakehouse.TidemarkConfig.defaults()).createOrReplaceTempView("truth");
         List<Row> actual = spark.sql("""
                 SELECT CAST(window_start AS STRING), cell_site_id, record_count, CAST(total_gb AS STRING), subscribers,
-                       hex(subscriber_sketch), CAST(updated_at AS STRING), late_records
+                       hex(subscriber_sketch), CAST(updated_at AS STRING), __tm_late_records
                 FROM truth WHERE is_final AND source = 'batch' ORDER BY 1, 2""").collectAsList();
 
         assertThat(expected).hasSize(12);
