@@ -135,7 +135,7 @@ public final class ConservationCheck {
         for (Pipeline.KpiTable t : pipeline.tables()) {
             TableFigures f = checkTable(spark, lakehouse, pipeline, t, raw, lateEvents.where("coalesce(kpi, '" + first + "') = '" + t.name() + "'"),
                     violations);
-            duplicates += spark.sql("SELECT count(*) - count(DISTINCT window_start" + t.dimensions().stream().map(d -> ", " + d.name())
+            duplicates += spark.sql("SELECT count(*) - count(DISTINCT window_start" + t.dimensions().stream().map(d -> ", " + Pipeline.quote(d.name()))
                     .reduce("", String::concat) + ") FROM " + lakehouse.ref(Table.kpi(t.name()))).first().getLong(0);
             tables.add(f);
         }
@@ -166,7 +166,7 @@ public final class ConservationCheck {
         String records = t.recordCount().orElseThrow().name();
         Measure compared = t.headline();
         List<String> keys = new ArrayList<>(List.of("event_date", "window_start"));
-        t.dimensions().forEach(d -> keys.add(d.name()));
+        t.dimensions().forEach(d -> keys.add(Pipeline.quote(d.name())));
         List<String> differs = new ArrayList<>(List.of("k.window_end IS DISTINCT FROM e.window_end"));
         for (Measure m : t.measures()) {
             String c = m.name();

@@ -72,14 +72,14 @@ class WorkingColumnsTest {
 
     /**
      * A pipeline over the base columns plus {@code extra} (nullable strings), two KPI tables: tumbling 10 minutes by
-     * cell and {@code dimension}, hopping 20 minutes every 10 with a WHERE; {@code options} added to the event table's.
+     * cell and {@code dimensions}, hopping 20 minutes every 10 with a WHERE; {@code options} added to the event table's.
      */
-    private static Pipeline pipeline(List<String> extra, String dimension, String options) {
+    private static Pipeline pipeline(List<String> extra, String dimensions, String options) {
         StringBuilder columns = new StringBuilder();
         for (String c : extra) {
             columns.append("  `").append(c).append("` STRING,\n");
         }
-        String dims = dimension == null ? "cell" : "cell, `" + dimension + "`";
+        String dims = dimensions == null ? "cell" : "cell, " + dimensions;
         String text = "CREATE TABLE events (\n  id STRING NOT NULL,\n  cell STRING NOT NULL,\n  ts TIMESTAMP NOT NULL,\n"
                 + "  amount DECIMAL(10,2) NOT NULL,\n" + columns
                 + "  CONSTRAINT positive_amount CHECK (amount > 0)\n) USING kafka OPTIONS (topic 't', event_time 'ts', lateness '10 minutes'"
@@ -209,10 +209,8 @@ class WorkingColumnsTest {
             }
         }
         assertThat(readable).contains("key", "value", "timestamp", "headers", "kind", "reason", "detail", "records", "raw_bytes");
-        // Two of them as a dimension: the summary and the partial rows carry dimensions beside the working columns.
-        Pipeline hostile = pipeline(readable, "kind", "");
-        assertExact(hostile, readable, readable, "kind");
-        assertExact(pipeline(readable, "value", ""), readable, readable, "value");
+        // Two of them as dimensions: the summary and the partial rows carry dimensions beside the working columns.
+        assertExact(pipeline(readable, "kind, `value`", ""), readable, readable, List.of("kind", "value"));
     }
 
     @Test
@@ -224,7 +222,7 @@ class WorkingColumnsTest {
             columns.add("f_" + s);
             options.append(", 'field.f_").append(s).append("' = '").append(s).append('\'');
         }
-        assertExact(pipeline(columns, "f_payload", options.toString()), columns, stored, "f_payload");
+        assertExact(pipeline(columns, "f_payload", options.toString()), columns, stored, List.of("f_payload"));
         // the option names a column that is not there; two columns read one field
         assertThatThrownBy(() -> pipeline(List.of("x"), null, ", 'field.y' = 'payload'")).isInstanceOf(PipelineException.class)
                 .hasMessageContaining("option 'field.y' names no column of 'events'");
@@ -242,7 +240,7 @@ class WorkingColumnsTest {
      * Runs every step over the pipeline's batch, whose records carry each of {@code fields} (read into {@code columns}, in
      * order) with the value {@code <field>#<offset>}: every table's rows must be exactly what the records say.
      */
-    private static void assertExact(Pipeline p, List<String> columns, List<String> fields, String dimension) {
+    private static void assertExact(Pipeline p, List<String> columns, List<String> fields, List<String> dimensions) {
         Map<String, Dataset<Row>> steps = steps(p, batch(fields));
 
         // raw_events: the valid records 0-3, each column with its field's value
@@ -286,19 +284,22 @@ class WorkingColumnsTest {
             String kind = r.getAs(WorkingColumns.KIND);
             if (kind.equals(RecordClassifier.KPI)) {
                 int table = r.getAs(WorkingColumns.KPI_INDEX);
-                String key = table + " " + r.getAs("window_start") + (table == 0 ? " " + r.getAs("cell") + " " + r.getAs(dimension) : "");
-                partials.put(key, r.getAs(RecordClassifier.partialColumn(table, "n")));
+                StringBuilder key = new StringBuilder(table + " " + r.getAs("window_start"));
+                if (table == 0) {
+                    key.append(' ').append((String) r.getAs("cell"));
+                    dimensions.forEach(d -> key.append(' ').append((String) r.getAs(d)));
+                }
+                partials.put(key.toString(), r.getAs(RecordClassifier.partialColumn(table, "n")));
             } else {
                 counts.merge(kind + " " + r.getAs(WorkingColumns.REASON), (Long) r.getAs(WorkingColumns.RECORDS), Long::sum);
             }
         }
         assertThat(counts).containsExactlyEntriesOf(new TreeMap<>(Map.of("invalid NOT_JSON", 1L, "invalid POSITIVE_AMOUNT", 1L,
                 "late null", 1L, "on_time null", 3L)));
-        String dim = fields.get(columns.indexOf(dimension));
         Map<String, Long> expected = new TreeMap<>();
-        expected.put("0 2026-11-29T14:10:00Z cell-1 " + dim + "#0", 1L);
-        expected.put("0 2026-11-29T14:10:00Z cell-1 " + dim + "#1", 1L);
-        expected.put("0 2026-11-29T14:20:00Z cell-2 " + dim + "#2", 1L);
+        expected.put("0 2026-11-29T14:10:00Z cell-1" + dims(columns, fields, dimensions, 0), 1L);
+        expected.put("0 2026-11-29T14:10:00Z cell-1" + dims(columns, fields, dimensions, 1), 1L);
+        expected.put("0 2026-11-29T14:20:00Z cell-2" + dims(columns, fields, dimensions, 2), 1L);
         // hopping: offsets 0 and 1 (2 is over its WHERE), each in two windows; the late 3 in the one of its two still open
         expected.put("1 2026-11-29T13:50:00Z", 1L);
         expected.put("1 2026-11-29T14:00:00Z", 2L);
@@ -308,9 +309,19 @@ class WorkingColumnsTest {
         // the truth reconcile computes from raw_events: every valid record, the late one included, in its windows
         Map<String, Long> truth = new TreeMap<>();
         for (Row r : steps.get("truth by_cell").collectAsList()) {
-            truth.put(r.getAs("window_start") + " " + r.getAs(dimension), r.getAs("n"));
+            StringBuilder key = new StringBuilder(String.valueOf((Object) r.getAs("window_start")));
+            dimensions.forEach(d -> key.append(' ').append((String) r.getAs(d)));
+            truth.put(key.toString(), r.getAs("n"));
         }
-        assertThat(truth).containsExactlyEntriesOf(new TreeMap<>(Map.of("2026-11-29T13:50:00Z " + dim + "#3", 1L,
-                "2026-11-29T14:10:00Z " + dim + "#0", 1L, "2026-11-29T14:10:00Z " + dim + "#1", 1L, "2026-11-29T14:20:00Z " + dim + "#2", 1L)));
+        assertThat(truth).containsExactlyEntriesOf(new TreeMap<>(Map.of("2026-11-29T13:50:00Z" + dims(columns, fields, dimensions, 3), 1L,
+                "2026-11-29T14:10:00Z" + dims(columns, fields, dimensions, 0), 1L, "2026-11-29T14:10:00Z" + dims(columns, fields, dimensions, 1), 1L,
+                "2026-11-29T14:20:00Z" + dims(columns, fields, dimensions, 2), 1L)));
+    }
+
+    /** The values record {@code offset} carries for the dimensions, each after a space. */
+    private static String dims(List<String> columns, List<String> fields, List<String> dimensions, int offset) {
+        StringBuilder out = new StringBuilder();
+        dimensions.forEach(d -> out.append(' ').append(fields.get(columns.indexOf(d))).append('#').append(offset));
+        return out.toString();
     }
 }

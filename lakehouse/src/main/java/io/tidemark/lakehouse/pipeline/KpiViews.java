@@ -63,6 +63,15 @@ public final class KpiViews {
         return base.isEmpty() ? table : base;
     }
 
+    /**
+     * The columns the table's roll-up views add beside its dimensions and measures, for a table that has them (none for one
+     * without): a dimension or measure may not take one of these names, or its view would hold two columns of one name.
+     */
+    static java.util.Set<String> rollupColumns(Pipeline.KpiTable t) {
+        return rollsUpTo(t, HOUR) || rollsUpTo(t, DAY) ? java.util.Set.of("hour_start", "hour_end", "windows", "reconciled")
+                : java.util.Set.of();
+    }
+
     /** Whether the table's windows tile {@code span} without overlapping it: tumbling, shorter, and dividing it. */
     static boolean rollsUpTo(Pipeline.KpiTable t, Duration span) {
         Duration w = t.window().size();
@@ -74,7 +83,7 @@ public final class KpiViews {
         for (String c : t.columns()) {
             String name = c.substring(0, c.indexOf(' '));
             if (!name.equals("is_final") && !name.equals("stream_batch_id")) {
-                cols.add(name);
+                cols.add(Pipeline.quote(name));
             }
         }
         return "CREATE OR REPLACE TEMPORARY VIEW " + base + "_final AS\n"
@@ -100,7 +109,7 @@ public final class KpiViews {
      */
     private static String rollup(Pipeline.KpiTable t, String view, List<String> lead, List<String> innerLead, List<String> keys,
                                  boolean eventDateLast) {
-        List<String> dims = t.dimensions().stream().map(Pipeline.Column::name).toList();
+        List<String> dims = t.dimensions().stream().map(d -> Pipeline.quote(d.name())).toList();
         List<String> outer = new ArrayList<>(lead);
         outer.addAll(dims);
         List<String> inner = new ArrayList<>(innerLead);

@@ -758,11 +758,38 @@ public final class PipelineParser {
         Pipeline.KafkaOutput output = kafkaOutput(st, name, events);
         measures = tableProperties(st, name, measures, outputNames);
         KpiTable table = new KpiTable(name, window, dimensions, where, measures, output, start);
+        viewAndOutputNames(table, agg);
         if (table.recordCount().isEmpty()) {
             throw new PipelineException(start, "KPI table '" + name + "' has no count(*) without FILTER: Tidemark balances each day of the raw log against "
                     + "it to find the days reconcile must recompute", "count(*) AS records among its measures");
         }
         return table;
+    }
+
+    /** The names a KPI table's Kafka output adds to each message's key and value beside its dimensions and measures. */
+    static final java.util.Set<String> OUTPUT_COLUMNS = java.util.Set.of("table", "version");
+
+    /**
+     * A dimension or measure named like a column the table's roll-up views add ({@link KpiViews#rollupColumns}), or, with Kafka
+     * output, like a field its messages add ({@link #OUTPUT_COLUMNS}): refused, as the view or the message would hold two
+     * of one name.
+     */
+    private void viewAndOutputNames(KpiTable table, Aggregate agg) {
+        List<String> names = new ArrayList<>(table.dimensions().stream().map(Column::name).toList());
+        table.measures().forEach(m -> names.add(m.name()));
+        for (String n : names) {
+            String lower = n.toLowerCase(Locale.ROOT);
+            if (KpiViews.rollupColumns(table).contains(lower)) {
+                throw refuse(agg, "'" + n + "' in KPI table '" + table.name() + "': its hourly or daily view has a column of that name "
+                        + "(" + String.join(", ", new java.util.TreeSet<>(KpiViews.rollupColumns(table))) + ")",
+                        "another name (for a dimension: another name for the event column, reading its field with 'field.<column>')");
+            }
+            if (table.kafkaOutput().isPresent() && OUTPUT_COLUMNS.contains(lower)) {
+                throw refuse(agg, "'" + n + "' in KPI table '" + table.name() + "': its Kafka output's messages have a field of that name "
+                        + "(table, version)", "another name (for a dimension: another name for the event column, reading its field with "
+                        + "'field.<column>')");
+            }
+        }
     }
 
     /** What {@code TBLPROPERTIES} of a KPI table may say: {@code '<measure>.sketch_column'}, the column that stores a sketch. */
