@@ -20,42 +20,80 @@ public final class SparkSessions {
     public static SparkSession create(TidemarkConfig config, String appName, java.util.Map<String, String> extra) {
         SparkSession.Builder b = SparkSession.builder().appName(appName);
         boolean submitted = System.getProperty("spark.master") != null;
-        if (!submitted) {
-            b.master(config.sparkMaster())
-                    .config("spark.driver.host", "127.0.0.1")
-                    .config("spark.driver.bindAddress", "127.0.0.1")
-                    .config("spark.ui.enabled", "false")
-                    .config("spark.ui.showConsoleProgress", "false");
-        }
-        b.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-                .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-                .config("spark.sql.session.timeZone", "UTC")
-                .config("spark.sql.shuffle.partitions", String.valueOf(config.shufflePartitions()))
-                // Delta rebuilds a table's state with this many tasks after each commit; its default
-                // (50) costs seconds per commit on a small machine. See bench/RESULTS.md.
-                .config("spark.databricks.delta.snapshotPartitions", "2")
-                // hll_sketch_agg is an object aggregate: past this many groups per task Spark abandons
-                // the hash map and sorts every input row (default 128). A micro-batch has a few thousand
-                // (window, cell) groups; the sort was most of the KPI aggregation's time (bench/RESULTS.md).
-                .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536")
-                // Where a plan's input is already clustered and sorted by the grouping keys (reconcile's
-                // truth: repartitioned and sorted by window and dimensions), aggregate in one sorted pass
-                // instead of a hash map per task; an object aggregate (collect_set) otherwise pays for both.
-                .config("spark.sql.execution.replaceHashWithSortAgg", "true")
-                // Compiled code is cached by its source, 100 classes by default: a stream's batch compiles
-                // more than that (its stages, Delta's commit and snapshot work), so each batch evicted and
-                // compiled again the classes the previous one had (half the compile time of a batch,
-                // bench/RESULTS.md). A class is some tens of KB.
-                .config("spark.sql.codegen.cache.maxEntries", "2000")
-                .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
-                .config("spark.sql.adaptive.enabled", "true");
-        // On one machine, file: paths without a process per file written (LocalDisk). Not on a cluster:
-        // its executors keep Hadoop's class, which every executor's class loader has.
         String master = submitted ? System.getProperty("spark.master") : config.sparkMaster();
-        if (master.startsWith("local")) {
-            LocalDisk.sparkSettings().forEach(b::config);
+        if (!submitted) {
+            b.master(master);
         }
+        // What the JVM was started with: spark-submit's --conf and spark-defaults.conf arrive as spark.* system properties.
+        java.util.Map<String, String> given = new java.util.HashMap<>();
+        for (scala.Tuple2<String, String> kv : new org.apache.spark.SparkConf(true).getAll()) {
+            given.put(kv._1(), kv._2());
+        }
+        settings(config, given, master, submitted).forEach(b::config);
         extra.forEach(b::config);
         return b.getOrCreate();
+    }
+
+    /** Delta's session extension: every session Tidemark opens has it, beside any the user's configuration names. */
+    static final String DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension";
+
+    /**
+     * The Spark settings Tidemark applies over {@code given}, the Spark configuration the JVM was started
+     * with (a cluster's spark-defaults.conf, spark-submit's {@code --conf}). Two kinds:
+     * <ul>
+     * <li>what Tidemark needs to be right, always: Delta's extension (added to the user's list of
+     *   extensions, not in place of it) and catalog, and UTC as the session's time zone (a day is a UTC day);</li>
+     * <li>tuning for a small machine, measured in bench/ (shuffle partitions from the setting
+     *   {@code spark.shuffle-partitions}, Delta's snapshot partitions, ...), and on a local master the
+     *   loopback addresses and the local file system without a process per file: each applied only
+     *   where {@code given} does not set the key, so a cluster's {@code --conf
+     *   spark.sql.shuffle.partitions=400} is what runs.</li>
+     * </ul>
+     */
+    static java.util.Map<String, String> settings(TidemarkConfig config, java.util.Map<String, String> given, String master, boolean submitted) {
+        java.util.Map<String, String> tuning = new java.util.LinkedHashMap<>();
+        if (!submitted) {
+            tuning.put("spark.driver.host", "127.0.0.1");
+            tuning.put("spark.driver.bindAddress", "127.0.0.1");
+            tuning.put("spark.ui.enabled", "false");
+            tuning.put("spark.ui.showConsoleProgress", "false");
+        }
+        tuning.put("spark.sql.shuffle.partitions", String.valueOf(config.shufflePartitions()));
+        // Delta rebuilds a table's state with this many tasks after each commit; its default
+        // (50) costs seconds per commit on a small machine. See bench/RESULTS.md.
+        tuning.put("spark.databricks.delta.snapshotPartitions", "2");
+        // hll_sketch_agg is an object aggregate: past this many groups per task Spark abandons
+        // the hash map and sorts every input row (default 128). A micro-batch has a few thousand
+        // (window, cell) groups; the sort was most of the KPI aggregation's time (bench/RESULTS.md).
+        tuning.put("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "65536");
+        // Where a plan's input is already clustered and sorted by the grouping keys (reconcile's
+        // truth: repartitioned and sorted by window and dimensions), aggregate in one sorted pass
+        // instead of a hash map per task; an object aggregate (collect_set) otherwise pays for both.
+        tuning.put("spark.sql.execution.replaceHashWithSortAgg", "true");
+        // Compiled code is cached by its source, 100 classes by default: a stream's batch compiles
+        // more than that (its stages, Delta's commit and snapshot work), so each batch evicted and
+        // compiled again the classes the previous one had (half the compile time of a batch,
+        // bench/RESULTS.md). A class is some tens of KB.
+        tuning.put("spark.sql.codegen.cache.maxEntries", "2000");
+        tuning.put("spark.sql.streaming.stateStore.stateSchemaCheck", "true");
+        tuning.put("spark.sql.adaptive.enabled", "true");
+        // On one machine, file: paths without a process per file written (LocalDisk). Not on a cluster:
+        // its executors keep Hadoop's class, which every executor's class loader has.
+        if (master.startsWith("local")) {
+            tuning.putAll(new java.util.TreeMap<>(LocalDisk.sparkSettings()));
+        }
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        String extensions = given.get("spark.sql.extensions");
+        boolean hasDelta = extensions != null && java.util.Arrays.stream(extensions.split(",")).map(String::trim).anyMatch(DELTA_EXTENSION::equals);
+        out.put("spark.sql.extensions", extensions == null || extensions.isBlank() ? DELTA_EXTENSION
+                : hasDelta ? extensions : extensions + "," + DELTA_EXTENSION);
+        out.put("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog");
+        out.put("spark.sql.session.timeZone", "UTC");
+        tuning.forEach((k, v) -> {
+            if (!given.containsKey(k)) {
+                out.put(k, v);
+            }
+        });
+        return out;
     }
 }

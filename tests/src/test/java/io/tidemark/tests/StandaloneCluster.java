@@ -85,6 +85,9 @@ final class StandaloneCluster implements AutoCloseable {
      * carries and the tests' JIT option for child JVMs, Tidemark's settings as {@code --conf spark.tidemark.<key>} (the way Spark users configure
      * applications) and the job's own arguments.
      */
+    /** The cluster's {@code spark.sql.shuffle.partitions}, given to every job with {@code --conf}. */
+    static final int SHUFFLE_PARTITIONS = 3;
+
     JobProcess submit(String mainClass, int cores, int driverUiPort, Map<String, String> settings, List<String> args, Path log) throws Exception {
         // The driver and the executors live minutes at most: C1 only, as the tests' other child JVMs (JobProcess),
         // and Spark's classes mapped from run-tests' archive of them when there is one (the driver gets it
@@ -96,6 +99,8 @@ final class StandaloneCluster implements AutoCloseable {
                 "--master", masterUrl, "--deploy-mode", "client", "--class", mainClass,
                 "--conf", "spark.cores.max=" + cores, "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=768m",
                 "--conf", "spark.driver.memory=1g", "--conf", "spark.log.level=WARN", "--conf", "spark.ui.port=" + driverUiPort, "--conf", "spark.port.maxRetries=0",
+                // a cluster's own Spark setting, which the jobs must run with rather than Tidemark's default of 2 (SparkSessions)
+                "--conf", "spark.sql.shuffle.partitions=" + SHUFFLE_PARTITIONS,
                 "--conf", "spark.driver.extraJavaOptions=" + opens, "--conf", "spark.executor.extraJavaOptions=" + opens));
         settings.forEach((k, v) -> {
             cmd.add("--conf");

@@ -156,6 +156,10 @@ class StandaloneClusterTest {
                 assertThat(executors.get(id).path("removeReason").asText()).as("executor %s", id).contains("137");
             }
             assertThat(String.join("\n", stream.lines())).as("a task was lost with the killed executors").contains("ExecutorLostFailure");
+            // The cluster's --conf spark.sql.shuffle.partitions is what the stream ran with: Spark records it in each offset log entry.
+            String checkpoint = config.checkpointUri();
+            Path firstOffsets = (checkpoint.startsWith("file:") ? Path.of(java.net.URI.create(checkpoint)) : Path.of(checkpoint)).resolve("offsets/0");
+            assertThat(Files.readString(firstOffsets)).contains("\"spark.sql.shuffle.partitions\":\"" + StandaloneCluster.SHUFFLE_PARTITIONS + "\"");
 
             // Late records that arrived after the reconcile read its day leave days dirty: fold them in (here, in
             // this JVM: what is tested on the cluster is the reconcile above) so every reconciled day can be checked.
