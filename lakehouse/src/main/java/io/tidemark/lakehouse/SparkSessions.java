@@ -42,7 +42,8 @@ public final class SparkSessions {
      * with (a cluster's spark-defaults.conf, spark-submit's {@code --conf}). Two kinds:
      * <ul>
      * <li>what Tidemark needs to be right, always: Delta's extension (added to the user's list of
-     *   extensions, not in place of it) and catalog, and UTC as the session's time zone (a day is a UTC day);</li>
+     *   extensions, not in place of it) and catalog, UTC as the session's time zone (a day is a UTC day), and
+     *   for a lakehouse or checkpoint on S3 the log store and checkpoint manager {@link ObjectStorage} names;</li>
      * <li>tuning for a small machine, measured in bench/ (shuffle partitions from the setting
      *   {@code spark.shuffle-partitions}, Delta's snapshot partitions, ...), and on a local master the
      *   loopback addresses and the local file system without a process per file: each applied only
@@ -89,6 +90,7 @@ public final class SparkSessions {
                 : hasDelta ? extensions : extensions + "," + DELTA_EXTENSION);
         out.put("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog");
         out.put("spark.sql.session.timeZone", "UTC");
+        out.putAll(ObjectStorage.sparkSettings(config.lakehouseUri(), config.checkpointUri(), given));
         tuning.forEach((k, v) -> {
             if (!given.containsKey(k)) {
                 out.put(k, v);

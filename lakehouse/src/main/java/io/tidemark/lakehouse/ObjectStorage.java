@@ -1,0 +1,101 @@
+package io.tidemark.lakehouse;
+
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What a lakehouse or a stream checkpoint on S3 needs from Delta and Spark, and the configurations
+ * it refuses (docs/object-storage.md). S3 is reached through Hadoop's S3A ({@code s3a://}); its
+ * endpoint, credentials and path style come from Hadoop's own {@code fs.s3a.*} settings
+ * ({@code spark.hadoop.fs.s3a.*} in Spark's configuration) and the AWS credential chain.
+ * <ul>
+ * <li>Delta's log: {@link ConditionalPutLogStore} unless the configuration names another store safe
+ *   for several writing JVMs (Delta's {@code S3DynamoDBLogStore}); a store that is not (Delta's
+ *   default for S3, {@code S3SingleDriverLogStore}, or any other) is refused before anything starts,
+ *   since the stream and reconcile commit to the same tables from two JVMs.</li>
+ * <li>The stream's checkpoint: Spark's checkpoint manager for object stores, which writes each
+ *   offset and commit file with one PUT instead of a rename S3 does not have.</li>
+ * </ul>
+ */
+public final class ObjectStorage {
+    /** The S3 schemes Delta maps to its S3 log store; Tidemark writes only through S3A. */
+    private static final Set<String> S3_SCHEMES = Set.of("s3a", "s3", "s3n");
+    /** Delta's log stores that are safe with several JVMs writing one table on S3. */
+    static final Set<String> SAFE_S3_LOG_STORES = Set.of(ConditionalPutLogStore.class.getName(), "io.delta.storage.S3DynamoDBLogStore");
+    /** Delta's setting that names one log store for every scheme. */
+    static final String LOG_STORE_CLASS = "spark.delta.logStore.class";
+    static final String CHECKPOINT_MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass";
+    static final String CHECKPOINT_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager";
+    private static final String S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem";
+
+    private ObjectStorage() {
+    }
+
+    /** The URI's scheme in lower case; {@code file} for a plain path. */
+    public static String scheme(String uri) {
+        int colon = uri.indexOf("://");
+        if (colon <= 0) {
+            return "file";
+        }
+        return uri.substring(0, colon).toLowerCase(Locale.ROOT);
+    }
+
+    /** Whether the URI names an S3 bucket (any of Hadoop's S3 schemes). */
+    public static boolean isS3(String uri) {
+        return S3_SCHEMES.contains(scheme(uri));
+    }
+
+    /** Delta's setting that names the log store of one scheme. */
+    static String logStoreKey(String scheme) {
+        return "spark.delta.logStore." + scheme + ".impl";
+    }
+
+    /**
+     * The Spark settings a lakehouse and a checkpoint at these URIs need, given the configuration the
+     * JVM started with; empty for local and HDFS paths.
+     *
+     * @throws RequestRefusedException an S3 path with a Delta log store unsafe for two writers, or
+     *         an S3 scheme not served by S3A; the message names the setting to change
+     */
+    static Map<String, String> sparkSettings(String lakehouse, String checkpoint, Map<String, String> given) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (isS3(lakehouse)) {
+            String scheme = scheme(lakehouse);
+            requireS3A(scheme, "lakehouse", lakehouse, given);
+            String global = given.get(LOG_STORE_CLASS);
+            String perScheme = given.get(logStoreKey(scheme));
+            if (global != null) {
+                requireSafe(LOG_STORE_CLASS, global, lakehouse);
+            } else if (perScheme != null) {
+                requireSafe(logStoreKey(scheme), perScheme, lakehouse);
+            } else {
+                out.put(logStoreKey(scheme), ConditionalPutLogStore.class.getName());
+            }
+        }
+        if (checkpoint != null && isS3(checkpoint)) {
+            requireS3A(scheme(checkpoint), "stream.checkpoint", checkpoint, given);
+            if (!given.containsKey(CHECKPOINT_MANAGER_KEY)) {
+                out.put(CHECKPOINT_MANAGER_KEY, CHECKPOINT_MANAGER);
+            }
+        }
+        return out;
+    }
+
+    private static void requireS3A(String scheme, String setting, String uri, Map<String, String> given) {
+        if (!scheme.equals("s3a") && !S3A_FILE_SYSTEM.equals(given.get("spark.hadoop.fs." + scheme + ".impl"))) {
+            throw new RequestRefusedException("'" + setting + "' is " + uri + ": Tidemark writes S3 through Hadoop's S3A, write s3a://"
+                    + uri.substring(uri.indexOf("://") + 3) + " (or map the scheme to S3A: spark.hadoop.fs." + scheme + ".impl=" + S3A_FILE_SYSTEM + ")");
+        }
+    }
+
+    private static void requireSafe(String key, String store, String lakehouse) {
+        if (!SAFE_S3_LOG_STORES.contains(store.trim())) {
+            throw new RequestRefusedException("the lakehouse " + lakehouse + " is on S3, where the stream and reconcile commit to the same Delta tables "
+                    + "from two JVMs, and " + key + "=" + store + " is not safe for that (one of two racing commits can be lost without an "
+                    + "error): remove the setting (Tidemark then uses " + ConditionalPutLogStore.class.getName()
+                    + ", conditional PUTs) or set it to io.delta.storage.S3DynamoDBLogStore");
+        }
+    }
+}
