@@ -9,7 +9,6 @@ import java.util.Iterator;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
-import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
@@ -27,22 +26,16 @@ import io.delta.storage.HadoopFileSystemLogStore;
  * Delta's {@code S3DynamoDBLogStore} needs DynamoDB; S3 and the compatible stores have honoured
  * conditional PUTs since 2024, which is all this store needs (docs/object-storage.md).
  *
- * <p>The PUT goes through Hadoop S3A's create builder with {@code
- * fs.option.create.conditional.overwrite}; S3A reports a refused condition (HTTP 412) as an
- * {@code IOException}. A refused or failed write is then judged by reading the object back: the
+ * <p>The PUT goes through Hadoop S3A's create builder ({@link ObjectStorage#createIfAbsent}); S3A
+ * reports a refused condition (HTTP 412) as an {@code IOException}. A refused or failed write is then judged by reading the object back: the
  * bytes this writer sent mean its own earlier attempt landed (a PUT the SDK retried after a lost
  * response), other bytes mean another writer holds the version ({@link
  * java.nio.file.FileAlreadyExistsException}, Delta retries), no object means the write failed (the
- * error is rethrown). A commit carries its writer's transaction id and time, so two writers never
+ * error is rethrown) unless the store refused it as existing. A commit carries its writer's transaction id and time, so two writers never
  * send the same bytes. Reads and listings are Hadoop's, as in Delta's other stores: S3 lists and
  * reads after a write consistently.
  */
 public final class ConditionalPutLogStore extends HadoopFileSystemLogStore {
-    /** S3A's option that makes a create a conditional PUT. */
-    static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
-    /** S3A's switch for conditional creates (on by default); off, this store refuses to write. */
-    static final String CONDITIONAL_ENABLED = "fs.s3a.create.conditional.enabled";
-
     public ConditionalPutLogStore(Configuration hadoop) {
         super(hadoop);
     }
@@ -58,23 +51,14 @@ public final class ConditionalPutLogStore extends HadoopFileSystemLogStore {
             }
             return;
         }
-        if (!fs.getConf().getBoolean(CONDITIONAL_ENABLED, true)) {
-            throw new IOException("cannot write Delta commit " + path + ": " + CONDITIONAL_ENABLED
-                    + " is false, and without conditional PUTs two writers can overwrite each other's commits; remove that setting");
-        }
         try {
-            FSDataOutputStreamBuilder<?, ?> create = fs.createFile(path);
-            create.overwrite(false);
-            create.must(CONDITIONAL_CREATE, true);
-            try (FSDataOutputStream out = (FSDataOutputStream) create.build()) {
-                out.write(content);
-            }
+            ObjectStorage.createIfAbsent(fs, path, content);
         } catch (IOException | RuntimeException e) {
             byte[] there = readBack(fs, path);
-            if (there == null) {
+            if (there == null && !ObjectStorage.refusedAsExisting(e)) {
                 throw e;
             }
-            if (!Arrays.equals(there, content)) {
+            if (there == null || !Arrays.equals(there, content)) {
                 java.nio.file.FileAlreadyExistsException taken = new java.nio.file.FileAlreadyExistsException(path.toString());
                 taken.initCause(e);
                 throw taken;

@@ -47,6 +47,41 @@ public final class ObjectStorage {
         return S3_SCHEMES.contains(scheme(uri));
     }
 
+    /** S3A's option that makes a create a conditional PUT ({@code If-None-Match: *}). */
+    static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
+    /** S3A's switch for conditional creates (on by default); off, nothing here writes. */
+    static final String CONDITIONAL_ENABLED = "fs.s3a.create.conditional.enabled";
+
+    /**
+     * Writes {@code content} to {@code file} on S3 with one conditional PUT: exactly one of several
+     * racing writers creates it. A refused PUT (the file exists: HTTP 412) and any other failure are
+     * an {@code IOException}; the caller tells them apart by looking at the file.
+     */
+    public static void createIfAbsent(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path file, byte[] content) throws java.io.IOException {
+        if (!fs.getConf().getBoolean(CONDITIONAL_ENABLED, true)) {
+            throw new java.io.IOException("cannot create " + file + " exclusively: " + CONDITIONAL_ENABLED
+                    + " is false, and without conditional PUTs two writers can overwrite each other; remove that setting");
+        }
+        org.apache.hadoop.fs.FSDataOutputStreamBuilder<?, ?> create = fs.createFile(file);
+        create.overwrite(false);
+        create.must(CONDITIONAL_CREATE, true);
+        try (org.apache.hadoop.fs.FSDataOutputStream out = (org.apache.hadoop.fs.FSDataOutputStream) create.build()) {
+            out.write(content);
+        }
+    }
+
+    /** Whether a failed {@link #createIfAbsent} was refused because the file exists (HTTP 412), as S3A reports it. */
+    public static boolean refusedAsExisting(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.apache.hadoop.fs.FileAlreadyExistsException || t instanceof java.nio.file.FileAlreadyExistsException
+                    || t.getClass().getName().equals("org.apache.hadoop.fs.s3a.RemoteFileChangedException")
+                    || String.valueOf(t.getMessage()).contains("Status Code: 412")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Delta's setting that names the log store of one scheme. */
     static String logStoreKey(String scheme) {
         return "spark.delta.logStore." + scheme + ".impl";

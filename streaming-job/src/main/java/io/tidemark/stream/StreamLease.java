@@ -26,6 +26,8 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.slf4j.Logger;
+
+import io.tidemark.lakehouse.ObjectStorage;
 import org.slf4j.LoggerFactory;
 
 import com.fasterxml.jackson.core.type.TypeReference;
@@ -48,8 +50,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * A live lease refuses the start with a message naming the holder. A holder that finds a higher
  * lease than its own (taken over after it stopped heartbeating for the whole timeout) has lost it:
  * {@link #requireHeld()} then fails the next batch before it writes anything. A clean stop deletes
- * the file. The guarantees rely on create-if-absent and modification times, which local and HDFS
- * file systems provide; on object stores without them, run one stream per lakehouse by deployment.
+ * the file.
+ *
+ * <p>The guarantees rely on an atomic create-if-absent and on a modification time the holder can
+ * renew. A local disk has both (an exclusive create, {@code setTimes}); HDFS creates without
+ * overwrite atomically. On S3 the file is created with a conditional PUT ({@code If-None-Match: *})
+ * and the heartbeat writes the file again (S3 cannot touch an object: its time is that of its last
+ * PUT, taken by the store's clock).
  */
 public final class StreamLease implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StreamLease.class);
@@ -66,11 +73,14 @@ public final class StreamLease implements AutoCloseable {
     private final Path mine;
     private final long number;
     private final Duration timeout;
+    /** The lease file's content, written again by each heartbeat where a time cannot be touched. */
+    private final byte[] content;
     private final ScheduledExecutorService heartbeat;
     private volatile String lost;
 
-    private StreamLease(FileSystem fs, Path dir, String what, Path mine, long number, Duration timeout) {
+    private StreamLease(FileSystem fs, Path dir, String what, Path mine, long number, Duration timeout, byte[] content) {
         this.fs = fs;
+        this.content = content;
         this.dir = dir;
         this.what = what;
         this.mine = mine;
@@ -131,10 +141,11 @@ public final class StreamLease implements AutoCloseable {
                     next = number(s.getPath()) + 1;
                 }
                 Path mine = new Path(dir, "stream-lease-" + next + ".json");
-                if (!createIfAbsent(fs, mine, JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(self(application)))) {
+                byte[] content = JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(self(application));
+                if (!createIfAbsent(fs, mine, content)) {
                     continue; // another starter took this number first: look again
                 }
-                StreamLease lease = new StreamLease(fs, dir, what, mine, next, timeout);
+                StreamLease lease = new StreamLease(fs, dir, what, mine, next, timeout, content);
                 lease.deleteOlder();
                 return lease;
             }
@@ -146,10 +157,21 @@ public final class StreamLease implements AutoCloseable {
 
     /**
      * Creates the file only if it does not exist, atomically: false when it exists. Hadoop's local
-     * file system checks and creates in two steps, so local paths use the operating system's
-     * exclusive create; HDFS's create without overwrite is atomic on its own.
+     * file system and S3A check and create in two steps, so local paths use the operating system's
+     * exclusive create and S3 a conditional PUT; HDFS's create without overwrite is atomic on its own.
      */
     private static boolean createIfAbsent(FileSystem fs, Path file, byte[] content) throws IOException {
+        if (ObjectStorage.isS3(fs.getUri().toString())) {
+            try {
+                ObjectStorage.createIfAbsent(fs, file, content);
+                return true;
+            } catch (IOException e) {
+                if (ObjectStorage.refusedAsExisting(e)) {
+                    return false; // another starter's PUT came first (HTTP 412)
+                }
+                throw e;
+            }
+        }
         if ("file".equals(fs.getUri().getScheme())) {
             java.nio.file.Path local = java.nio.file.Path.of(fs.makeQualified(file).toUri());
             java.nio.file.Files.createDirectories(local.getParent());
@@ -205,7 +227,13 @@ public final class StreamLease implements AutoCloseable {
                 heartbeat.shutdown();
                 return;
             }
-            fs.setTimes(mine, System.currentTimeMillis(), -1);
+            if (ObjectStorage.isS3(fs.getUri().toString())) {
+                try (OutputStream out = fs.create(mine, true)) {
+                    out.write(content);
+                }
+            } else {
+                fs.setTimes(mine, System.currentTimeMillis(), -1);
+            }
         } catch (IOException | RuntimeException e) {
             LOG.warn("stream lease heartbeat of {} failed: {}", what, e.toString());
         }
@@ -282,10 +310,13 @@ public final class StreamLease implements AutoCloseable {
 
     private static List<FileStatus> leases(FileSystem fs, Path dir) throws IOException {
         List<FileStatus> out = new ArrayList<>();
-        if (!fs.exists(dir)) {
-            return out;
+        FileStatus[] all;
+        try {
+            all = fs.listStatus(dir);
+        } catch (FileNotFoundException e) {
+            return out; // no lease yet; on S3 also when the last lease was removed a moment ago (a directory is its objects)
         }
-        for (FileStatus s : fs.listStatus(dir)) {
+        for (FileStatus s : all) {
             if (FILE.matcher(s.getPath().getName()).matches()) {
                 out.add(s);
             }

@@ -41,7 +41,8 @@ import io.tidemark.lakehouse.ConditionalPutLogStore;
  */
 class ObjectStoreCommitRaceTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Path WORK = Path.of(System.getProperty("tidemark.test.work", "target/work")).toAbsolutePath().resolve("commit-race");
+    private static final Path WORK = Path.of(System.getProperty("tidemark.test.work", "target/work")).toAbsolutePath()
+            .resolve("commit-race-" + UUID.randomUUID().toString().substring(0, 8));
     private static S3Server s3;
 
     @BeforeAll
