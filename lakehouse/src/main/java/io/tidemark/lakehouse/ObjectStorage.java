@@ -16,7 +16,10 @@ import java.util.Set;
  *   default for S3, {@code S3SingleDriverLogStore}, or any other) is refused before anything starts,
  *   since the stream and reconcile commit to the same tables from two JVMs.</li>
  * <li>The stream's checkpoint: Spark's checkpoint manager for object stores, which writes each
- *   offset and commit file with one PUT instead of a rename S3 does not have.</li>
+ *   offset and commit file with one PUT instead of a rename S3 does not have
+ *   ({@link #applyCheckpointManager}).</li>
+ * <li>Creating a file that must not exist yet (the stream's lease, a Delta commit): one conditional
+ *   PUT ({@link #createIfAbsent}).</li>
  * </ul>
  */
 public final class ObjectStorage {
@@ -88,34 +91,49 @@ public final class ObjectStorage {
     }
 
     /**
-     * The Spark settings a lakehouse and a checkpoint at these URIs need, given the configuration the
-     * JVM started with; empty for local and HDFS paths.
+     * The Spark settings a session needs for S3, given the configuration the JVM started with and
+     * where the lakehouse and checkpoint are: Tidemark's log store for {@code s3a://} tables unless
+     * the configuration names one (any S3 table a session writes, also one read or written beside a
+     * local lakehouse, gets a store safe for two writers).
      *
-     * @throws RequestRefusedException an S3 path with a Delta log store unsafe for two writers, or
-     *         an S3 scheme not served by S3A; the message names the setting to change
+     * @throws RequestRefusedException a lakehouse on S3 with a Delta log store unsafe for two writers,
+     *         or a lakehouse or checkpoint on an S3 scheme not served by S3A; the message names the setting
      */
     static Map<String, String> sparkSettings(String lakehouse, String checkpoint, Map<String, String> given) {
         Map<String, String> out = new LinkedHashMap<>();
-        if (isS3(lakehouse)) {
-            String scheme = scheme(lakehouse);
-            requireS3A(scheme, "lakehouse", lakehouse, given);
-            String global = given.get(LOG_STORE_CLASS);
-            String perScheme = given.get(logStoreKey(scheme));
-            if (global != null) {
-                requireSafe(LOG_STORE_CLASS, global, lakehouse);
-            } else if (perScheme != null) {
-                requireSafe(logStoreKey(scheme), perScheme, lakehouse);
-            } else {
-                out.put(logStoreKey(scheme), ConditionalPutLogStore.class.getName());
-            }
-        }
         if (checkpoint != null && isS3(checkpoint)) {
             requireS3A(scheme(checkpoint), "stream.checkpoint", checkpoint, given);
-            if (!given.containsKey(CHECKPOINT_MANAGER_KEY)) {
-                out.put(CHECKPOINT_MANAGER_KEY, CHECKPOINT_MANAGER);
+        }
+        String scheme = isS3(lakehouse) ? scheme(lakehouse) : "s3a";
+        if (isS3(lakehouse)) {
+            requireS3A(scheme, "lakehouse", lakehouse, given);
+            if (given.containsKey(LOG_STORE_CLASS)) {
+                requireSafe(LOG_STORE_CLASS, given.get(LOG_STORE_CLASS), lakehouse);
+            } else if (given.containsKey(logStoreKey(scheme))) {
+                requireSafe(logStoreKey(scheme), given.get(logStoreKey(scheme)), lakehouse);
             }
         }
+        if (!given.containsKey(LOG_STORE_CLASS) && !given.containsKey(logStoreKey(scheme))) {
+            out.put(logStoreKey(scheme), ConditionalPutLogStore.class.getName());
+        }
         return out;
+    }
+
+    /**
+     * Sets, in the session, the checkpoint manager of a stream about to start on this checkpoint:
+     * on S3 Spark's manager for object stores (each offset and commit file one PUT, not a rename S3
+     * does not have), unless the configuration names another; elsewhere Spark's default again if
+     * an earlier stream of the session had set that one.
+     */
+    public static void applyCheckpointManager(org.apache.spark.sql.RuntimeConfig conf, String checkpoint) {
+        String current = conf.getOption(CHECKPOINT_MANAGER_KEY).getOrElse(() -> null);
+        if (isS3(checkpoint)) {
+            if (current == null) {
+                conf.set(CHECKPOINT_MANAGER_KEY, CHECKPOINT_MANAGER);
+            }
+        } else if (CHECKPOINT_MANAGER.equals(current)) {
+            conf.unset(CHECKPOINT_MANAGER_KEY);
+        }
     }
 
     private static void requireS3A(String scheme, String setting, String uri, Map<String, String> given) {

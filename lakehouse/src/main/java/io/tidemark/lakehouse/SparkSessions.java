@@ -77,6 +77,9 @@ public final class SparkSessions {
         // bench/RESULTS.md). A class is some tens of KB.
         tuning.put("spark.sql.codegen.cache.maxEntries", "2000");
         tuning.put("spark.sql.streaming.stateStore.stateSchemaCheck", "true");
+        // A vacuum leaves VACUUM START/END commits in the table's history on every store: Delta's default
+        // leaves them out on S3, where a lakehouse's history would then not say when maintain removed files.
+        tuning.put("spark.databricks.delta.vacuum.logging.enabled", "true");
         tuning.put("spark.sql.adaptive.enabled", "true");
         // On one machine, file: paths without a process per file written (LocalDisk). Not on a cluster:
         // its executors keep Hadoop's class, which every executor's class loader has.

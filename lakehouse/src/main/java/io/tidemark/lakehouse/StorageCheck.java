@@ -77,12 +77,17 @@ public final class StorageCheck {
     /**
      * Creates {@code uri} if needed and writes and deletes a probe file in it.
      *
+     * On S3 the probe is written with a conditional PUT, twice: a store that lets the second one
+     * overwrite the first ignores {@code If-None-Match}, on which Delta's commits and the stream's
+     * lease rely there, and is refused.
+     *
      * @param setting the setting that names the path (lakehouse, stream.checkpoint), for the message
+     * @param hadoop  the session's Hadoop configuration (an object store's endpoint and credentials)
      * @throws StorageUnavailableException the path cannot be written
      */
-    public static void requireWritable(String uri, String setting) {
+    public static void requireWritable(String uri, String setting, org.apache.hadoop.conf.Configuration hadoop) {
         if (uri.contains("://") && !uri.startsWith("file:")) {
-            requireWritableHadoop(uri, setting);
+            requireWritableHadoop(uri, setting, hadoop);
             return;
         }
         Path dir = uri.startsWith("file:") ? Path.of(URI.create(uri)) : Path.of(uri).toAbsolutePath().normalize();
@@ -104,11 +109,31 @@ public final class StorageCheck {
         }
     }
 
-    private static void requireWritableHadoop(String uri, String setting) {
+    private static void requireWritableHadoop(String uri, String setting, org.apache.hadoop.conf.Configuration hadoop) {
         org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(uri);
         org.apache.hadoop.fs.Path probe = new org.apache.hadoop.fs.Path(dir, ".tidemark-write-probe-" + UUID.randomUUID());
         try {
-            org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(new org.apache.hadoop.conf.Configuration());
+            org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(hadoop);
+            if (ObjectStorage.isS3(uri)) {
+                ObjectStorage.createIfAbsent(fs, probe, new byte[] {1});
+                boolean overwritten;
+                try {
+                    ObjectStorage.createIfAbsent(fs, probe, new byte[] {2});
+                    overwritten = true;
+                } catch (IOException e) {
+                    if (!ObjectStorage.refusedAsExisting(e)) {
+                        throw e;
+                    }
+                    overwritten = false;
+                }
+                fs.delete(probe, false);
+                if (overwritten) {
+                    throw new StorageUnavailableException("cannot write " + setting + " " + uri + " safely: its store ignores conditional PUTs "
+                            + "(If-None-Match: *), on which Delta's commits and the stream's lease rely on S3; use a store that honours them "
+                            + "(AWS S3 and most S3-compatible stores do since 2024; docs/object-storage.md)", Cause.OTHER, null);
+                }
+                return;
+            }
             fs.mkdirs(dir);
             try (OutputStream out = fs.create(probe, true)) {
                 out.write(1);

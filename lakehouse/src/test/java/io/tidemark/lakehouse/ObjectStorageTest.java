@@ -16,24 +16,43 @@ class ObjectStorageTest {
     }
 
     @Test
-    void anS3LakehouseGetsTheConditionalPutStoreAndAnS3CheckpointSparksObjectStoreManager() {
-        Map<String, String> s = SparkSessions.settings(at("s3a://lake/house", "s3a://lake/checkpoints/stream"), Map.of(), "local[2]", false);
-        assertThat(s).containsEntry("spark.delta.logStore.s3a.impl", OURS)
-                .containsEntry("spark.sql.streaming.checkpointFileManagerClass", ObjectStorage.CHECKPOINT_MANAGER);
-        // a local checkpoint beside an S3 lakehouse keeps Spark's own manager
-        assertThat(SparkSessions.settings(at("s3a://lake/house", "/var/tidemark/checkpoint"), Map.of(), "local[2]", false))
-                .containsEntry("spark.delta.logStore.s3a.impl", OURS).doesNotContainKey("spark.sql.streaming.checkpointFileManagerClass");
-        // local and HDFS paths: nothing of it
+    void s3TablesGetTheConditionalPutStoreWhereverTheLakehouseIs() {
+        assertThat(SparkSessions.settings(at("s3a://lake/house", "s3a://lake/checkpoints/stream"), Map.of(), "local[2]", false))
+                .containsEntry("spark.delta.logStore.s3a.impl", OURS);
+        // a session of a local lakehouse that reads or writes an S3 table on the side: the same store
         assertThat(SparkSessions.settings(at("/data/lh", "hdfs://nn/cp"), Map.of(), "local[2]", false))
-                .doesNotContainKeys("spark.delta.logStore.s3a.impl", "spark.sql.streaming.checkpointFileManagerClass");
+                .containsEntry("spark.delta.logStore.s3a.impl", OURS);
+        // beside a local lakehouse, a store the user names is theirs to choose
+        assertThat(SparkSessions.settings(at("/data/lh", "/cp"), Map.of("spark.delta.logStore.s3a.impl", "io.delta.storage.S3SingleDriverLogStore"),
+                "yarn", true)).doesNotContainKey("spark.delta.logStore.s3a.impl");
+    }
+
+    @Test
+    void aStreamOnAnS3CheckpointRunsWithSparksObjectStoreCheckpointManager() {
+        org.apache.spark.sql.SparkSession spark = org.apache.spark.sql.SparkSession.builder().master("local[1]").appName("cp")
+                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                .getOrCreate();
+        try {
+            String key = "spark.sql.streaming.checkpointFileManagerClass";
+            ObjectStorage.applyCheckpointManager(spark.conf(), "s3a://lake/cp");
+            assertThat(spark.conf().get(key)).isEqualTo(ObjectStorage.CHECKPOINT_MANAGER);
+            // the next stream of the session, on a local checkpoint: Spark's default again
+            ObjectStorage.applyCheckpointManager(spark.conf(), "/data/cp");
+            assertThat(spark.conf().getOption(key).isDefined()).isFalse();
+            // a manager the user set is left alone, on S3 and elsewhere
+            spark.conf().set(key, "com.example.Manager");
+            ObjectStorage.applyCheckpointManager(spark.conf(), "s3a://lake/cp");
+            ObjectStorage.applyCheckpointManager(spark.conf(), "/data/cp");
+            assertThat(spark.conf().get(key)).isEqualTo("com.example.Manager");
+        } finally {
+            spark.stop();
+        }
     }
 
     @Test
     void aStoreSafeForTwoWritersThatTheUserNamesIsKept() {
-        Map<String, String> dynamo = Map.of("spark.delta.logStore.s3a.impl", "io.delta.storage.S3DynamoDBLogStore",
-                "spark.sql.streaming.checkpointFileManagerClass", "com.example.Manager");
-        Map<String, String> s = SparkSessions.settings(at("s3a://lake/house", "s3a://lake/cp"), dynamo, "yarn", true);
-        assertThat(s).doesNotContainKeys("spark.delta.logStore.s3a.impl", "spark.sql.streaming.checkpointFileManagerClass");
+        Map<String, String> dynamo = Map.of("spark.delta.logStore.s3a.impl", "io.delta.storage.S3DynamoDBLogStore");
+        assertThat(SparkSessions.settings(at("s3a://lake/house", "s3a://lake/cp"), dynamo, "yarn", true)).doesNotContainKey("spark.delta.logStore.s3a.impl");
         assertThat(SparkSessions.settings(at("s3a://lake/house", "s3a://lake/cp"), Map.of("spark.delta.logStore.class", OURS), "yarn", true))
                 .doesNotContainKeys("spark.delta.logStore.s3a.impl", "spark.delta.logStore.class");
     }

@@ -10,7 +10,6 @@ import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryException;
 
 import io.tidemark.lakehouse.StreamProgress;
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
 import io.tidemark.stream.MicroBatchWriter;
@@ -55,7 +54,7 @@ final class StreamCommand extends TidemarkCommand {
                 availableNow ? "draining what is there (available now)" : "trigger every " + Formats.duration(config.trigger()),
                 config.maxOffsetsPerTrigger() == 0 ? "no batch limit" : "at most " + Formats.count(config.maxOffsetsPerTrigger()) + " records per batch",
                 Formats.duration(config.lateness()), Formats.duration(config.window()), config.sparkMaster());
-        SparkSession spark = SparkSessions.create(config, "tidemark-stream");
+        SparkSession spark = spark(config, "tidemark-stream");
         AtomicLong batches = new AtomicLong();
         AtomicLong records = new AtomicLong();
         StreamingJob job = new StreamingJob(spark, config, new MicroBatchWriter.BatchListener() {
@@ -114,7 +113,7 @@ final class StreamCommand extends TidemarkCommand {
                     String trace = saveTrace(e);
                     SparkShutdown.unregister(hook);
                     job.close();
-                    spark.stop();
+                    release(spark);
                     throw clear.get().withTrace(trace);
                 }
                 throw new IllegalStateException("the streaming query failed: " + Tidemark.firstLine(e.getMessage()),
@@ -125,7 +124,7 @@ final class StreamCommand extends TidemarkCommand {
         job.close();
         say("stream %s: %s batches, %s records", stop.requested() ? "stopped" : "done", Formats.count(batches.get()),
                 Formats.count(records.get()));
-        spark.stop();
+        release(spark);
         return Tidemark.OK;
     }
 

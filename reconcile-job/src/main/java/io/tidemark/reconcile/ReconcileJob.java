@@ -119,7 +119,7 @@ public final class ReconcileJob {
      */
     public ReconcileResult run(DaySelection selection, boolean dryRun, String runId) {
         if (!dryRun) {
-            StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
+            StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name, spark.sparkContext().hadoopConfiguration());
         }
         ensureTables();
         Instant started = Instant.now();

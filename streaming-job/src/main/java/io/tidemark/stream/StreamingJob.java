@@ -15,6 +15,7 @@ import org.apache.spark.sql.streaming.Trigger;
 
 import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.ObjectStorage;
 import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
@@ -68,6 +69,7 @@ public final class StreamingJob {
         prepareOutput();
         prepare(spark, config); // the lease is held: no other stream commits meanwhile
         startOutput();
+        ObjectStorage.applyCheckpointManager(spark.conf(), config.checkpointUri());
         Trigger trigger = availableNow ? Trigger.AvailableNow() : Trigger.ProcessingTime(config.trigger().toMillis());
         StreamingQuery query = source().writeStream()
                 .queryName("tidemark-stream")
@@ -175,8 +177,8 @@ public final class StreamingJob {
      */
     public void checkBeforeStart() {
         QueryDefinition.verify(spark, config, StreamCheckpoint.pendingBatch(config.checkpointUri(), spark.sparkContext().hadoopConfiguration()));
-        StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name);
-        StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name);
+        StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name, spark.sparkContext().hadoopConfiguration());
+        StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name, spark.sparkContext().hadoopConfiguration());
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
         if (pipeline.events().format().equals("avro")) {
             // Down or mistyped at start is an error; down later makes the batches wait for it (SchemaRegistry).

@@ -13,23 +13,25 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A real S3-compatible server on a free loopback port ({@code ops/s3-server run}: ministack), with the
- * bucket {@link #BUCKET}. Its objects are kept in a directory, so {@link #stop()} and {@link
- * #start()} act as an outage the server comes back from. {@code run-tests} installs it
- * ({@code ops/s3-server install}).
+ * A real S3-compatible server on a free loopback port ({@code ops/s3-server run}: ministack), with a
+ * bucket of its own ({@link #bucket}, named after the port, so that Hadoop's per-bucket settings and
+ * its cache of file systems keep servers apart). Its objects are kept in a directory, so {@link
+ * #stop()} and {@link #start()} act as an outage the server comes back from. {@code run-tests}
+ * installs it ({@code ops/s3-server install}).
  */
 final class S3Server implements AutoCloseable {
-    static final String BUCKET = "tidemark";
     private static final Path ROOT = Path.of(System.getProperty("user.dir")).toAbsolutePath().getParent();
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     final int port;
+    final String bucket;
     private final Path dir;
     private final Path log;
     private Process process;
 
     private S3Server(int port, Path dir) {
         this.port = port;
+        this.bucket = "tidemark-" + port;
         this.dir = dir;
         this.log = dir.resolve("server.log");
     }
@@ -42,7 +44,7 @@ final class S3Server implements AutoCloseable {
         int made = s.request("PUT", "", null, Map.of());
         if (made != 200) {
             s.close();
-            throw new AssertionError("the S3 server did not make bucket " + BUCKET + ": HTTP " + made + "; log " + s.log);
+            throw new AssertionError("the S3 server did not make bucket " + s.bucket + ": HTTP " + made + "; log " + s.log);
         }
         return s;
     }
@@ -88,7 +90,7 @@ final class S3Server implements AutoCloseable {
 
     /** The s3a URI of {@code path} in the bucket. */
     String uri(String path) {
-        return "s3a://" + BUCKET + "/" + path;
+        return "s3a://" + bucket + "/" + path;
     }
 
     /** Hadoop's S3A settings that reach this server, as Spark settings ({@code spark.hadoop.fs.s3a.*}). */
@@ -98,20 +100,31 @@ final class S3Server implements AutoCloseable {
         return s;
     }
 
-    /** Hadoop's S3A settings that reach this server. */
+    /** Hadoop's S3A settings that reach this server's bucket (per-bucket keys: other buckets are not touched). */
     Map<String, String> hadoopSettings() {
         Map<String, String> s = new LinkedHashMap<>();
-        s.put("fs.s3a.endpoint", endpoint());
-        s.put("fs.s3a.endpoint.region", "us-east-1");
-        s.put("fs.s3a.path.style.access", "true");
-        s.put("fs.s3a.access.key", "tidemark");
-        s.put("fs.s3a.secret.key", "tidemark-secret");
+        String b = "fs.s3a.bucket." + bucket + ".";
+        s.put(b + "endpoint", endpoint());
+        s.put(b + "endpoint.region", "us-east-1");
+        s.put(b + "path.style.access", "true");
+        s.put(b + "access.key", "tidemark");
+        s.put(b + "secret.key", "tidemark-secret");
         return s;
+    }
+
+    /**
+     * Points this JVM at this server's bucket: a running session's Hadoop configuration (which Spark and
+     * Delta copy per job), and the {@code spark.hadoop.*} system properties a command reads before it
+     * has a session (as a user's {@code -Dspark.hadoop.fs.s3a...} in TIDEMARK_JAVA_OPTS).
+     */
+    void configure(org.apache.spark.sql.SparkSession spark) {
+        hadoopSettings().forEach(spark.sparkContext().hadoopConfiguration()::set);
+        sparkSettings().forEach(System::setProperty);
     }
 
     /** One request to the bucket ({@code key} empty: the bucket itself); the HTTP status. */
     int request(String method, String key, byte[] body, Map<String, String> headers) throws Exception {
-        HttpRequest.Builder r = HttpRequest.newBuilder(URI.create(endpoint() + "/" + BUCKET + (key.isEmpty() ? "" : "/" + key)))
+        HttpRequest.Builder r = HttpRequest.newBuilder(URI.create(endpoint() + "/" + bucket + (key.isEmpty() ? "" : "/" + key)))
                 .timeout(Duration.ofSeconds(30))
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
         headers.forEach(r::header);
