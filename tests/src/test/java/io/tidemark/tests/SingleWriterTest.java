@@ -2,12 +2,16 @@ package io.tidemark.tests;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -19,13 +23,16 @@ import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.operations.ConservationCheck;
+import io.tidemark.stream.StreamLease;
 import io.tidemark.stream.StreamingJob;
 
 /**
- * One writer per lakehouse and checkpoint, with real stream JVMs: while a stream runs, a second one
- * on its lakehouse (another checkpoint) or on its checkpoint (another lakehouse) is refused at once
- * with exit code 2, naming the running one; after a kill -9 a restart takes over without waiting
- * and without manual cleanup, and the tables hold every record exactly once.
+ * One writer per lakehouse and checkpoint, with real stream JVMs, on a real S3 server (the lease's
+ * local-disk promises are StreamLeaseTest's): of two streams started at the same moment on one
+ * lakehouse and checkpoint exactly one runs, the other is refused with exit code 2 naming it; while
+ * it runs, a stream on its lakehouse (another checkpoint) or on its checkpoint (another lakehouse)
+ * is refused too; after a kill -9 a restart takes over without waiting and without manual cleanup,
+ * and the tables hold every record exactly once.
  */
 class SingleWriterTest {
     static SharedInfrastructure infra;
@@ -34,72 +41,112 @@ class SingleWriterTest {
     static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
 
     @Test
-    void aSecondStreamIsRefusedWhileOneRunsAndAKilledOneIsTakenOverAtOnce() throws Exception {
+    void ofTwoStreamsStartedAtOnceOneRunsOthersAreRefusedAndAKilledOneIsTakenOverAtOnce() throws Exception {
         Path dir = infra.newDir("single-writer");
-        String topic = "single-writer-" + dir.getFileName();
-        infra.broker.createTopic(topic, 2);
-        TrafficSpec spec = TrafficSpec.builder().topic(topic).count(3_000L).cells(10).subscribers(200)
-                .lateFraction(0.02).invalidFraction(0.01).seed(5).eventsPerSecondOfEventTime(5).build();
-        GenerationReport produced = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of()).produce(spec, p -> { });
-        TidemarkConfig config = infra.config(dir, topic).build();
-        List<String> common = List.of("kafka.bootstrap-servers=" + config.bootstrapServers(), "topic=" + topic,
-                "stream.max-offsets-per-trigger=500", "stream.trigger=1 second");
-        List<String> args = concat(common, "lakehouse=" + config.lakehouseUri(), "stream.checkpoint=" + config.checkpointUri());
+        try (S3Server s3 = S3Server.start(dir.resolve("s3"))) {
+            s3.configure(infra.spark);
+            String topic = "single-writer-" + dir.getFileName();
+            infra.broker.createTopic(topic, 2);
+            TrafficSpec spec = TrafficSpec.builder().topic(topic).count(3_000L).cells(10).subscribers(200)
+                    .lateFraction(0.02).invalidFraction(0.01).seed(5).eventsPerSecondOfEventTime(5).build();
+            GenerationReport produced = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of()).produce(spec, p -> { });
+            TidemarkConfig config = infra.config(dir, topic).set(TidemarkConfig.Key.LAKEHOUSE, s3.uri("lakehouse"))
+                    .set(TidemarkConfig.Key.CHECKPOINT, s3.uri("checkpoint")).build();
+            List<String> common = List.of("kafka.bootstrap-servers=" + config.bootstrapServers(), "topic=" + topic,
+                    "stream.max-offsets-per-trigger=500", "stream.trigger=1 second");
+            List<String> args = concat(common, "lakehouse=" + config.lakehouseUri(), "stream.checkpoint=" + config.checkpointUri());
+            Map<String, String> s3Settings = s3.sparkSettings();
+            FileSystem fs = FileSystem.get(URI.create(s3.uri("")), hadoop(s3));
 
-        JobProcess running = JobProcess.start(StreamingJob.class, args, Map.of(), dir.resolve("running.log"));
-        Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
-        long deadline = System.currentTimeMillis() + 180_000;
-        while (TableChecks.commits(progressLog) < 2 && System.currentTimeMillis() < deadline && running.process.isAlive()) {
-            Thread.sleep(200);
+            // two at once: the lease's conditional PUT lets exactly one through
+            List<JobProcess> starters = List.of(JobProcess.start(StreamingJob.class, args, s3Settings, dir.resolve("starter-1.log")),
+                    JobProcess.start(StreamingJob.class, args, s3Settings, dir.resolve("starter-2.log")));
+            JobProcess running = null;
+            JobProcess refused = null;
+            long deadline = System.currentTimeMillis() + 240_000;
+            while ((running == null || refused == null) && System.currentTimeMillis() < deadline) {
+                for (JobProcess p : starters) {
+                    if (!p.process.isAlive()) {
+                        refused = p;
+                        running = starters.get(0) == p ? starters.get(1) : starters.get(0);
+                    }
+                }
+                Thread.sleep(200);
+            }
+            assertThat(refused).as("one of the two starters is refused").isNotNull();
+            assertThat(refused.await(10)).as("the refused starter\n%s", refused.tail()).isEqualTo(2);
+            String holder = "pid " + running.process.pid() + " on ";
+            assertThat(Files.readString(refused.log)).contains("tidemark stream: the ").contains(" is being written by another stream: " + holder);
+            while (commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log") < 2 && System.currentTimeMillis() < deadline
+                    && running.process.isAlive()) {
+                Thread.sleep(200);
+            }
+            assertThat(running.process.isAlive()).as("the other stream runs\n%s", running.tail()).isTrue();
+
+            JobProcess otherCheckpoint = JobProcess.start(StreamingJob.class,
+                    concat(common, "lakehouse=" + config.lakehouseUri(), "stream.checkpoint=" + s3.uri("checkpoint-2")),
+                    s3Settings, dir.resolve("other-checkpoint.log"));
+            assertThat(otherCheckpoint.await(180)).as("a second stream on the lakehouse\n%s", otherCheckpoint.tail()).isEqualTo(2);
+            assertThat(Files.readString(otherCheckpoint.log))
+                    .contains("tidemark stream: the lakehouse " + config.lakehouseUri() + " is being written by another stream: " + holder);
+
+            JobProcess otherLakehouse = JobProcess.start(StreamingJob.class,
+                    concat(common, "lakehouse=" + s3.uri("lakehouse-2"), "stream.checkpoint=" + config.checkpointUri()),
+                    s3Settings, dir.resolve("other-lakehouse.log"));
+            assertThat(otherLakehouse.await(180)).as("a second stream on the checkpoint\n%s", otherLakehouse.tail()).isEqualTo(2);
+            assertThat(Files.readString(otherLakehouse.log))
+                    .contains("tidemark stream: the checkpoint " + config.checkpointUri() + " is being written by another stream: " + holder);
+            assertThat(running.process.isAlive()).isTrue();
+
+            // kill -9: the lease stays behind, naming a process that is gone; the restart takes it over at once.
+            running.kill();
+            JobProcess restarted = JobProcess.start(StreamingJob.class, concat(args, "--available-now"), s3Settings, dir.resolve("restarted.log"));
+            assertThat(restarted.await(300)).as("the restart\n%s", restarted.tail()).isEqualTo(0);
+
+            ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), produced.messages());
+            assertThat(report.violations()).isEmpty();
+            assertThat(report.duplicates()).isZero();
+            assertThat(report.rawEvents()).isEqualTo(produced.valid());
+            assertThat(report.deadLetters()).isEqualTo(produced.invalid());
+            // A clean stop gives the leases back; the refused starts wrote no lease and no table.
+            assertThat(leases(fs, config.lakehouseUri())).isEmpty();
+            assertThat(leases(fs, config.checkpointUri())).isEmpty();
+            assertThat(fs.exists(new org.apache.hadoop.fs.Path(s3.uri("lakehouse-2/stream_progress")))).isFalse();
         }
-        assertThat(running.process.isAlive()).as("the first stream runs\n%s", running.tail()).isTrue();
-        String holder = "pid " + running.process.pid() + " on ";
-
-        JobProcess otherCheckpoint = JobProcess.start(StreamingJob.class,
-                concat(common, "lakehouse=" + config.lakehouseUri(), "stream.checkpoint=" + dir.resolve("checkpoint-2")),
-                Map.of(), dir.resolve("other-checkpoint.log"));
-        assertThat(otherCheckpoint.await(180)).as("a second stream on the lakehouse\n%s", otherCheckpoint.tail()).isEqualTo(2);
-        assertThat(Files.readString(otherCheckpoint.log))
-                .contains("tidemark stream: the lakehouse " + config.lakehouseUri() + " is being written by another stream: " + holder);
-
-        JobProcess otherLakehouse = JobProcess.start(StreamingJob.class,
-                concat(common, "lakehouse=" + dir.resolve("lakehouse-2"), "stream.checkpoint=" + config.checkpointUri()),
-                Map.of(), dir.resolve("other-lakehouse.log"));
-        assertThat(otherLakehouse.await(180)).as("a second stream on the checkpoint\n%s", otherLakehouse.tail()).isEqualTo(2);
-        assertThat(Files.readString(otherLakehouse.log))
-                .contains("tidemark stream: the checkpoint " + config.checkpointUri() + " is being written by another stream: " + holder);
-        assertThat(running.process.isAlive()).isTrue();
-
-        // kill -9: the lease stays behind, naming a process that is gone; the restart takes it over at once.
-        running.kill();
-        JobProcess restarted = JobProcess.start(StreamingJob.class, concat(args, "--available-now"), Map.of(), dir.resolve("restarted.log"));
-        assertThat(restarted.await(300)).as("the restart\n%s", restarted.tail()).isEqualTo(0);
-
-        ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), produced.messages());
-        assertThat(report.violations()).isEmpty();
-        assertThat(report.duplicates()).isZero();
-        assertThat(report.rawEvents()).isEqualTo(produced.valid());
-        assertThat(report.deadLetters()).isEqualTo(produced.invalid());
-        // A clean stop gives the leases back; the refused starts wrote no lease and no table.
-        assertThat(leases(Path.of(config.lakehouseUri()))).isEmpty();
-        assertThat(leases(Path.of(config.checkpointUri()))).isEmpty();
-        assertThat(dir.resolve("lakehouse-2").resolve("stream_progress")).doesNotExist();
     }
 
-    private static List<String> concat(List<String> head, String... more) {
-        List<String> out = new java.util.ArrayList<>(head);
-        out.addAll(List.of(more));
+    private static Configuration hadoop(S3Server s3) {
+        Configuration c = new Configuration();
+        s3.hadoopSettings().forEach(c::set);
+        return c;
+    }
+
+    private static long commits(FileSystem fs, String deltaLog) throws Exception {
+        try {
+            return java.util.Arrays.stream(fs.listStatus(new org.apache.hadoop.fs.Path(deltaLog)))
+                    .filter(s -> s.getPath().getName().matches("\\d{20}\\.json")).count();
+        } catch (java.io.FileNotFoundException e) {
+            return 0;
+        }
+    }
+
+    private static List<String> leases(FileSystem fs, String guarded) throws Exception {
+        List<String> out = new ArrayList<>();
+        try {
+            for (FileStatus s : fs.listStatus(new org.apache.hadoop.fs.Path(guarded + "/" + StreamLease.DIR))) {
+                if (s.getPath().getName().endsWith(".json")) {
+                    out.add(s.getPath().getName());
+                }
+            }
+        } catch (java.io.FileNotFoundException e) {
+            // no lease directory: no lease
+        }
         return out;
     }
 
-    private static List<Path> leases(Path guarded) throws Exception {
-        Path dir = guarded.resolve(io.tidemark.stream.StreamLease.DIR);
-        if (!Files.isDirectory(dir)) {
-            return List.of();
-        }
-        try (var s = Files.list(dir)) {
-            return s.filter(p -> p.getFileName().toString().endsWith(".json")).toList();
-        }
+    private static List<String> concat(List<String> head, String... more) {
+        List<String> out = new ArrayList<>(head);
+        out.addAll(List.of(more));
+        return out;
     }
-
 }
