@@ -297,8 +297,9 @@ def test_dag_submits_reconcile_to_a_standalone_cluster(world, tmp_path):
         master = requests.get(f"http://127.0.0.1:{ui_port}/json/", timeout=10).json()
     finally:
         testing.run([script, "stop", "--dir", str(cluster_dir)], env=dict(os.environ), timeout=120, check=False)
-    # The master ran it: one finished application, the reconcile, on executors of its workers.
-    assert [(a["name"], a["state"]) for a in master["completedapps"]] == [("tidemark-reconcile", "FINISHED")], master
+    # The master ran it: one finished application, the reconcile, on executors of its workers, under the name the
+    # operator gives spark-submit (--name wins over Tidemark's default, tidemark-reconcile).
+    assert [(a["name"], a["state"]) for a in master["completedapps"]] == [("tidemark-reconcile-selection", "FINISHED")], master
     assert master["activeapps"] == []
     run_id = result.xcom["reconcile_selection.return_value"]["run_id"]
     rows = [r for r in summary_rows(lakehouse) if r["run_id"] == run_id]

@@ -20,13 +20,19 @@ def table_uri(lakehouse: str, table: str) -> str:
     return lakehouse.rstrip("/") + "/" + table
 
 
+def delta_rs_uri(uri: str) -> str:
+    """The URI delta-rs reads: the JVM jobs write S3 as s3a://, delta-rs names it s3:// (its endpoint and
+    credentials come from the AWS_* environment: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...)."""
+    return "s3://" + uri[len("s3a://"):] if uri.lower().startswith("s3a://") else uri
+
+
 def _table(lakehouse: str, name: str):
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     uri = table_uri(lakehouse, name)
     try:
-        return DeltaTable(uri)
+        return DeltaTable(delta_rs_uri(uri))
     except TableNotFoundError:
         raise ReconcileRequestError(
             f"no Delta table at {uri}: is {lakehouse!r} the root of a Tidemark lakehouse "

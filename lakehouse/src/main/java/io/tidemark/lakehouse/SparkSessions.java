@@ -18,7 +18,7 @@ public final class SparkSessions {
 
     /** As {@link #create(TidemarkConfig, String)}, with {@code extra} Spark settings applied last (e.g. a Hive metastore's). */
     public static SparkSession create(TidemarkConfig config, String appName, java.util.Map<String, String> extra) {
-        SparkSession.Builder b = SparkSession.builder().appName(appName);
+        SparkSession.Builder b = SparkSession.builder();
         boolean submitted = System.getProperty("spark.master") != null;
         String master = submitted ? System.getProperty("spark.master") : config.sparkMaster();
         if (!submitted) {
@@ -29,9 +29,20 @@ public final class SparkSessions {
         for (scala.Tuple2<String, String> kv : new org.apache.spark.SparkConf(true).getAll()) {
             given.put(kv._1(), kv._2());
         }
+        b.appName(appName(appName, given));
         settings(config, given, master, submitted).forEach(b::config);
         extra.forEach(b::config);
         return b.getOrCreate();
+    }
+
+    /**
+     * The application's name: the one the configuration gives ({@code spark-submit --name}, {@code
+     * spark.app.name}), else Tidemark's ({@code tidemark-stream}, ...). spark-submit names an application
+     * after its main class when not told otherwise: a Tidemark class name counts as not told.
+     */
+    static String appName(String tidemarks, java.util.Map<String, String> given) {
+        String name = given.get("spark.app.name");
+        return name == null || name.isBlank() || name.startsWith("io.tidemark.") ? tidemarks : name;
     }
 
     /** Delta's session extension: every session Tidemark opens has it, beside any the user's configuration names. */

@@ -41,6 +41,10 @@ class SparkSessionsTest {
                 .containsEntry("spark.sql.session.timeZone", "UTC");
         // tuning the cluster leaves unset is filled in
         assertThat(s).containsEntry("spark.sql.codegen.cache.maxEntries", "2000");
+        // the application's name: the user's --name, else Tidemark's (spark-submit's default, the main class, is not a choice)
+        assertThat(SparkSessions.appName("tidemark-stream", Map.of("spark.app.name", "kpis-eu-prod"))).isEqualTo("kpis-eu-prod");
+        assertThat(SparkSessions.appName("tidemark-stream", Map.of("spark.app.name", "io.tidemark.stream.StreamingJob"))).isEqualTo("tidemark-stream");
+        assertThat(SparkSessions.appName("tidemark-stream", Map.of())).isEqualTo("tidemark-stream");
         // Delta already among the user's extensions: the list as it is
         assertThat(SparkSessions.settings(DEFAULTS, Map.of("spark.sql.extensions", SparkSessions.DELTA_EXTENSION + ", com.example.A"),
                 "yarn", true)).containsEntry("spark.sql.extensions", SparkSessions.DELTA_EXTENSION + ", com.example.A");

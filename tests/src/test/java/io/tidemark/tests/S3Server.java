@@ -57,6 +57,9 @@ final class S3Server implements AutoCloseable {
         }
         process = new ProcessBuilder(script.toString(), "run", "--port", String.valueOf(port), "--dir", dir.resolve("objects").toString())
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        Process started = process;
+        // a test that fails before it closes the server does not leave it running after the test JVM
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> started.toHandle().destroyForcibly()));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {

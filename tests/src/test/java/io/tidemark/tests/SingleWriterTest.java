@@ -31,8 +31,9 @@ import io.tidemark.stream.StreamingJob;
  * local-disk promises are StreamLeaseTest's): of two streams started at the same moment on one
  * lakehouse and checkpoint exactly one runs, the other is refused with exit code 2 naming it; while
  * it runs, a stream on its lakehouse (another checkpoint) or on its checkpoint (another lakehouse)
- * is refused too; after a kill -9 a restart takes over without waiting and without manual cleanup,
- * and the tables hold every record exactly once.
+ * is refused too; the S3 server stopped for 60 s under it is ridden out or ends the stream with one
+ * line and an exit code, and a restart resumes; after a kill -9 a restart takes over without waiting
+ * and without manual cleanup, and the tables hold every record exactly once.
  */
 class SingleWriterTest {
     static SharedInfrastructure infra;
@@ -98,16 +99,42 @@ class SingleWriterTest {
                     .contains("tidemark stream: the checkpoint " + config.checkpointUri() + " is being written by another stream: " + holder);
             assertThat(running.process.isAlive()).isTrue();
 
+            // the S3 server down for 60 s under the running stream: it rides the outage out, or stops with one line
+            // and an exit code, and a restart resumes
+            long before = commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log");
+            s3.stop();
+            Thread.sleep(60_000);
+            s3.start();
+            if (!running.process.isAlive()) {
+                int code = running.await(10);
+                List<String> said = running.lines().stream().filter(l -> l.startsWith("tidemark stream:")).toList();
+                assertThat(code).as("the stream's exit after the outage\n%s", running.tail()).isIn(1, 3);
+                assertThat(said).as("what the stream said").hasSize(1);
+                System.out.println("the stream stopped during the S3 outage: exit " + code + ", " + said.get(0));
+                running = JobProcess.start(StreamingJob.class, args, s3Settings, dir.resolve("after-outage.log"));
+            } else {
+                System.out.println("the stream rode out the S3 outage");
+            }
+            // more traffic: the stream takes it in after the outage
+            GenerationReport more = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of())
+                    .produce(spec.toBuilder().count(1_000L).seed(6).build(), p -> { });
+            while (commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log") < before + 2 && running.process.isAlive()
+                    && System.currentTimeMillis() < deadline + 300_000) {
+                Thread.sleep(200);
+            }
+            assertThat(commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log")).as("batches after the outage\n%s", running.tail())
+                    .isGreaterThanOrEqualTo(before + 2);
+
             // kill -9: the lease stays behind, naming a process that is gone; the restart takes it over at once.
             running.kill();
             JobProcess restarted = JobProcess.start(StreamingJob.class, concat(args, "--available-now"), s3Settings, dir.resolve("restarted.log"));
             assertThat(restarted.await(300)).as("the restart\n%s", restarted.tail()).isEqualTo(0);
 
-            ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), produced.messages());
+            ConservationCheck.Report report = ConservationCheck.check(infra.spark, Lakehouse.of(config), produced.messages() + more.messages());
             assertThat(report.violations()).isEmpty();
             assertThat(report.duplicates()).isZero();
-            assertThat(report.rawEvents()).isEqualTo(produced.valid());
-            assertThat(report.deadLetters()).isEqualTo(produced.invalid());
+            assertThat(report.rawEvents()).isEqualTo(produced.valid() + more.valid());
+            assertThat(report.deadLetters()).isEqualTo(produced.invalid() + more.invalid());
             // A clean stop gives the leases back; the refused starts wrote no lease and no table.
             assertThat(leases(fs, config.lakehouseUri())).isEmpty();
             assertThat(leases(fs, config.checkpointUri())).isEmpty();

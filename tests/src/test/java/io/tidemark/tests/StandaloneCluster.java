@@ -89,6 +89,12 @@ final class StandaloneCluster implements AutoCloseable {
     static final int SHUFFLE_PARTITIONS = 3;
 
     JobProcess submit(String mainClass, int cores, int driverUiPort, Map<String, String> settings, List<String> args, Path log) throws Exception {
+        return submit(mainClass, cores, driverUiPort, settings, Map.of(), args, log);
+    }
+
+    /** As {@link #submit(String, int, int, Map, List, Path)}, with {@code sparkConf} as more {@code --conf}s (an object store's {@code spark.hadoop.*}). */
+    JobProcess submit(String mainClass, int cores, int driverUiPort, Map<String, String> settings, Map<String, String> sparkConf, List<String> args,
+            Path log) throws Exception {
         // The driver and the executors live minutes at most: C1 only, as the tests' other child JVMs (JobProcess),
         // and Spark's classes mapped from run-tests' archive of them when there is one (the driver gets it
         // through SPARK_SUBMIT_OPTS, the executors here).
@@ -105,6 +111,10 @@ final class StandaloneCluster implements AutoCloseable {
         settings.forEach((k, v) -> {
             cmd.add("--conf");
             cmd.add("spark.tidemark." + k + "=" + v);
+        });
+        sparkConf.forEach((k, v) -> {
+            cmd.add("--conf");
+            cmd.add(k + "=" + v);
         });
         cmd.add(JOBS_JAR.toString());
         cmd.addAll(args);

@@ -38,7 +38,8 @@ import io.tidemark.reconcile.ReconcileJob;
 
 /**
  * Both jobs on a real Spark standalone cluster (ops/spark-cluster: a master and two workers, each its
- * own JVM), submitted with spark-submit and configured through {@code --conf spark.tidemark.*}. The
+ * own JVM), submitted with spark-submit and configured through {@code --conf spark.tidemark.*}, with
+ * the lakehouse and the checkpoint on a real S3 server ({@code --conf spark.hadoop.fs.s3a.*}). The
  * stream drains a topic while two of its executor JVMs are SIGKILLed in the middle of a batch (a task
  * running on each) and the workers start new ones; a reconcile submitted to the same cluster while
  * the stream runs replaces a closed day. Afterwards conservation holds exactly, with no duplicate
@@ -71,7 +72,12 @@ class StandaloneClusterTest {
                 .cells(20).subscribers(500).lateFraction(0.03).lateDelay(Duration.ofHours(10), Duration.ofHours(20))
                 .invalidFraction(0.01).seed(17).build();
         GenerationReport produced = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of()).produce(spec, p -> { });
-        TidemarkConfig config = infra.config(dir, topic).build();
+        // the lakehouse and the checkpoint on a real S3 server: the jobs' jar carries S3A, the cluster gets its settings as --conf
+        S3Server s3 = S3Server.start(dir.resolve("s3"));
+        s3.configure(infra.spark);
+        org.apache.hadoop.conf.Configuration hadoop = infra.spark.sparkContext().hadoopConfiguration();
+        TidemarkConfig config = infra.config(dir, topic).set(TidemarkConfig.Key.LAKEHOUSE, s3.uri("lakehouse"))
+                .set(TidemarkConfig.Key.CHECKPOINT, s3.uri("checkpoints/stream")).build();
         Lakehouse lakehouse = Lakehouse.of(config);
         Map<String, String> settings = new LinkedHashMap<>();
         settings.put("kafka.bootstrap-servers", config.bootstrapServers());
@@ -82,21 +88,22 @@ class StandaloneClusterTest {
         settings.put("stream.trigger", "0");
         settings.put("stream.max-offsets-per-trigger", "750");
 
-        try (StandaloneCluster cluster = StandaloneCluster.start(dir.resolve("cluster"))) {
+        try (s3; StandaloneCluster cluster = StandaloneCluster.start(dir.resolve("cluster"))) {
             StandaloneCluster.Result status = cluster.status();
             assertThat(status.code()).as(status.output()).isZero();
             assertThat(status.output()).contains("master   " + cluster.masterUrl).contains("workers  2 alive of 2 started; cores 0 used of 4");
 
             int streamUi = PrometheusServer.freePort();
-            JobProcess stream = cluster.submit("io.tidemark.stream.StreamingJob", 2, streamUi, settings, List.of(), dir.resolve("stream.log"));
-            Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
-            awaitTrue("the stream's first batch", 300, stream, 200, () -> TableChecks.commits(progressLog) >= 2);
+            JobProcess stream = cluster.submit("io.tidemark.stream.StreamingJob", 2, streamUi, settings, s3.sparkSettings(), List.of(),
+                    dir.resolve("stream.log"));
+            String progressLog = config.lakehouseUri() + "/stream_progress/_delta_log";
+            awaitTrue("the stream's first batch", 300, stream, 200, () -> TableChecks.commits(progressLog, hadoop) >= 2);
             String app = StandaloneCluster.appId(streamUi);
 
             // Two executor JVMs SIGKILLed, each while it runs a task of a batch, in different batches.
             List<String> killed = new ArrayList<>();
             for (int k = 0; k < 2; k++) {
-                long progressBefore = TableChecks.commits(progressLog);
+                long progressBefore = TableChecks.commits(progressLog, hadoop);
                 Set<String> known = new TreeSet<>(StandaloneCluster.executors(streamUi).keySet());
                 String[] victim = new String[1];
                 awaitTrue("an executor running a task", 120, stream, 20, () -> {
@@ -125,14 +132,14 @@ class StandaloneClusterTest {
                         throw new IllegalStateException(e);
                     }
                 });
-                awaitTrue("a batch committed after kill " + (k + 1), 300, stream, 200, () -> TableChecks.commits(progressLog) > progressBefore);
+                awaitTrue("a batch committed after kill " + (k + 1), 300, stream, 200, () -> TableChecks.commits(progressLog, hadoop) > progressBefore);
             }
 
             // A reconcile on the same cluster while the stream runs: the first day of the event clock, once it closes.
             awaitTrue("day " + day + " closed", 600, stream, () -> ClosedDays.load(infra.spark, lakehouse).isClosed(day));
-            long progressAtSubmit = TableChecks.commits(progressLog);
+            long progressAtSubmit = TableChecks.commits(progressLog, hadoop);
             JobProcess reconcile = cluster.submit("io.tidemark.reconcile.ReconcileJob", 2, PrometheusServer.freePort(),
-                    Map.of("lakehouse", config.lakehouseUri()), List.of("--from", day.toString(), "--to", day.toString()),
+                    Map.of("lakehouse", config.lakehouseUri()), s3.sparkSettings(), List.of("--from", day.toString(), "--to", day.toString()),
                     dir.resolve("reconcile.log"));
             assertThat(reconcile.await(600)).as("reconcile on the cluster\n%s", reconcile.tail()).isZero();
             assertThat(stream.process.isAlive()).as("the stream runs on while the reconcile does").isTrue();
@@ -141,7 +148,7 @@ class StandaloneClusterTest {
             assertThat(folded.find()).as("the reconcile's line for %s\n%s", day, reconcile.tail()).isTrue();
             long foldedIn = Long.parseLong(folded.group(1).replace(",", ""));
             assertThat(foldedIn).as("late records of %s the reconcile folded in", day).isPositive();
-            long progressDuringReconcile = TableChecks.commits(progressLog) - progressAtSubmit;
+            long progressDuringReconcile = TableChecks.commits(progressLog, hadoop) - progressAtSubmit;
 
             awaitTrue("the stream draining the topic", 600, stream, () -> TableChecks.rowCounts(infra.spark, lakehouse,
                     List.of(Table.RAW_EVENTS, Table.DEAD_LETTER)).values().stream().mapToLong(Long::longValue).sum() == produced.messages());
@@ -157,9 +164,12 @@ class StandaloneClusterTest {
             }
             assertThat(String.join("\n", stream.lines())).as("a task was lost with the killed executors").contains("ExecutorLostFailure");
             // The cluster's --conf spark.sql.shuffle.partitions is what the stream ran with: Spark records it in each offset log entry.
-            String checkpoint = config.checkpointUri();
-            Path firstOffsets = (checkpoint.startsWith("file:") ? Path.of(java.net.URI.create(checkpoint)) : Path.of(checkpoint)).resolve("offsets/0");
-            assertThat(Files.readString(firstOffsets)).contains("\"spark.sql.shuffle.partitions\":\"" + StandaloneCluster.SHUFFLE_PARTITIONS + "\"");
+            org.apache.hadoop.fs.Path firstOffsets = new org.apache.hadoop.fs.Path(config.checkpointUri() + "/offsets/0");
+            String offsets;
+            try (java.io.InputStream in = firstOffsets.getFileSystem(hadoop).open(firstOffsets)) {
+                offsets = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            }
+            assertThat(offsets).contains("\"spark.sql.shuffle.partitions\":\"" + StandaloneCluster.SHUFFLE_PARTITIONS + "\"");
 
             // Late records that arrived after the reconcile read its day leave days dirty: fold them in (here, in
             // this JVM: what is tested on the cluster is the reconcile above) so every reconciled day can be checked.

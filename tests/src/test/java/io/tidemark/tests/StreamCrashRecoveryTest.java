@@ -25,8 +25,9 @@ import io.tidemark.stream.StreamingJob;
 /**
  * The streaming job stopped again and again at different points of a batch and restarted from its
  * checkpoint each time: five crash points inside the batch (thrown out of it, the query restarted in
- * this JVM), then SIGKILLs of the job in a JVM of its own at random moments; afterwards conservation holds exactly, no table has a
- * duplicate row, and every table equals that of an uninterrupted run over the same topic.
+ * this JVM), then SIGKILLs of the job in a JVM of its own at random moments, all with the lakehouse and the checkpoint on a
+ * real S3 server; afterwards conservation holds exactly, no table has a duplicate row, and every table equals that of an
+ * uninterrupted run over the same topic on local disk.
  *
  * <p>It runs with {@code watermark.policy=min-partition} over a skewed topic (partition 1's event
  * clock at half the speed of partition 0's), the policy whose decisions also depend on what the
@@ -48,8 +49,13 @@ class StreamCrashRecoveryTest {
         SkewedTopic skewed = new SkewedTopic(6_000, java.time.Instant.parse("2026-11-28T08:00:00Z"), Duration.ofSeconds(1), 2, 40, 97);
         skewed.produce(infra, topic);
 
+        // The interrupted run's lakehouse and checkpoint on a real S3 server (the uninterrupted one's on local disk).
+        S3Server s3 = S3Server.start(dir.resolve("s3"));
+        s3.configure(infra.spark);
+        org.apache.hadoop.conf.Configuration hadoop = infra.spark.sparkContext().hadoopConfiguration();
         // The idle timeout is far above a restart's pause: both partitions deliver every batch, in both runs.
         TidemarkConfig config = infra.config(dir, topic).set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, "1500")
+                .set(TidemarkConfig.Key.LAKEHOUSE, s3.uri("lakehouse")).set(TidemarkConfig.Key.CHECKPOINT, s3.uri("checkpoint"))
                 .set(TidemarkConfig.Key.WATERMARK_POLICY, "min-partition").set(TidemarkConfig.Key.WATERMARK_IDLE_TIMEOUT, "10 minutes").build();
         List<String> args = List.of("--available-now",
                 "kafka.bootstrap-servers=" + config.bootstrapServers(), "topic=" + topic,
@@ -82,13 +88,13 @@ class StreamCrashRecoveryTest {
         }
         // External SIGKILLs of the job in its own JVM at random moments while batches run.
         Random random = new Random(3);
-        Path progressLog = Path.of(config.lakehouseUri(), "stream_progress", "_delta_log");
+        String progressLog = config.lakehouseUri() + "/stream_progress/_delta_log";
         int kills = 0;
         for (int i = 0; i < 2; i++) {
-            long before = TableChecks.commits(progressLog);
-            JobProcess job = JobProcess.start(StreamingJob.class, args, Map.of(), log);
+            long before = TableChecks.commits(progressLog, hadoop);
+            JobProcess job = JobProcess.start(StreamingJob.class, args, s3.sparkSettings(), log);
             long deadline = System.currentTimeMillis() + 120_000;
-            while (TableChecks.commits(progressLog) < before + 1 && System.currentTimeMillis() < deadline && job.process.isAlive()) {
+            while (TableChecks.commits(progressLog, hadoop) < before + 1 && System.currentTimeMillis() < deadline && job.process.isAlive()) {
                 Thread.sleep(100);
             }
             Thread.sleep(random.nextInt(4000));
@@ -134,6 +140,7 @@ class StreamCrashRecoveryTest {
         long late = infra.spark.read().format("delta").load(killed.path(Lakehouse.Table.LATE_EVENTS)).count();
         assertThat(late).as("late records: those 20 minutes behind their own partition's clock, once the watermark passed them")
                 .isPositive().isLessThanOrEqualTo(skewed.records() / 40);
+        s3.close();
     }
 
     private static Throwable rootCause(Throwable t) {

@@ -71,6 +71,19 @@ final class TableChecks {
      * The commits in a Delta log so far (its {@code NNN.json} files), read from the directory rather than by
      * Spark, so a test can poll it cheaply while a job in another JVM writes the table.
      */
+    /** The commits in a Delta log on any Hadoop file system (an S3 bucket's with its settings in {@code hadoop}). */
+    static long commits(String deltaLog, org.apache.hadoop.conf.Configuration hadoop) {
+        org.apache.hadoop.fs.Path log = new org.apache.hadoop.fs.Path(deltaLog);
+        try {
+            return java.util.Arrays.stream(log.getFileSystem(hadoop).listStatus(log))
+                    .filter(s -> s.getPath().getName().matches("\\d{20}\\.json")).count();
+        } catch (java.io.FileNotFoundException e) {
+            return 0;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     static long commits(java.nio.file.Path deltaLog) {
         if (!java.nio.file.Files.isDirectory(deltaLog)) {
             return 0;
