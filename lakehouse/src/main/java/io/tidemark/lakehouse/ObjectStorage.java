@@ -14,7 +14,8 @@ import java.util.Set;
  * <li>Delta's log: {@link ConditionalPutLogStore} unless the configuration names another store safe
  *   for several writing JVMs (Delta's {@code S3DynamoDBLogStore}); a store that is not (Delta's
  *   default for S3, {@code S3SingleDriverLogStore}, or any other) is refused before anything starts,
- *   since the stream and reconcile commit to the same tables from two JVMs.</li>
+ *   since the stream and reconcile commit to the same tables from two JVMs. A store the operator
+ *   vouches for is named in {@code storage.trusted-log-stores}.</li>
  * <li>The stream's checkpoint: Spark's checkpoint manager for object stores, which writes each
  *   offset and commit file with one PUT instead of a rename S3 does not have
  *   ({@link #applyCheckpointManager}).</li>
@@ -99,7 +100,7 @@ public final class ObjectStorage {
      * @throws RequestRefusedException a lakehouse on S3 with a Delta log store unsafe for two writers,
      *         or a lakehouse or checkpoint on an S3 scheme not served by S3A; the message names the setting
      */
-    static Map<String, String> sparkSettings(String lakehouse, String checkpoint, Map<String, String> given) {
+    static Map<String, String> sparkSettings(String lakehouse, String checkpoint, Set<String> trusted, Map<String, String> given) {
         Map<String, String> out = new LinkedHashMap<>();
         if (checkpoint != null && isS3(checkpoint)) {
             requireS3A(scheme(checkpoint), "stream.checkpoint", checkpoint, given);
@@ -108,9 +109,9 @@ public final class ObjectStorage {
         if (isS3(lakehouse)) {
             requireS3A(scheme, "lakehouse", lakehouse, given);
             if (given.containsKey(LOG_STORE_CLASS)) {
-                requireSafe(LOG_STORE_CLASS, given.get(LOG_STORE_CLASS), lakehouse);
+                requireSafe(LOG_STORE_CLASS, given.get(LOG_STORE_CLASS), lakehouse, trusted);
             } else if (given.containsKey(logStoreKey(scheme))) {
-                requireSafe(logStoreKey(scheme), given.get(logStoreKey(scheme)), lakehouse);
+                requireSafe(logStoreKey(scheme), given.get(logStoreKey(scheme)), lakehouse, trusted);
             }
         }
         if (!given.containsKey(LOG_STORE_CLASS) && !given.containsKey(logStoreKey(scheme))) {
@@ -143,12 +144,12 @@ public final class ObjectStorage {
         }
     }
 
-    private static void requireSafe(String key, String store, String lakehouse) {
-        if (!SAFE_S3_LOG_STORES.contains(store.trim())) {
+    private static void requireSafe(String key, String store, String lakehouse, Set<String> trusted) {
+        if (!SAFE_S3_LOG_STORES.contains(store.trim()) && !trusted.contains(store.trim())) {
             throw new RequestRefusedException("the lakehouse " + lakehouse + " is on S3, where the stream and reconcile commit to the same Delta tables "
                     + "from two JVMs, and " + key + "=" + store + " is not safe for that (one of two racing commits can be lost without an "
                     + "error): remove the setting (Tidemark then uses " + ConditionalPutLogStore.class.getName()
-                    + ", conditional PUTs) or set it to io.delta.storage.S3DynamoDBLogStore");
+                    + ", conditional PUTs) or set it to io.delta.storage.S3DynamoDBLogStore (a store you know to be safe: name it in storage.trusted-log-stores)");
         }
     }
 }

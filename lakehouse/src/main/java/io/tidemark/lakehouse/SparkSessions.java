@@ -104,7 +104,7 @@ public final class SparkSessions {
                 : hasDelta ? extensions : extensions + "," + DELTA_EXTENSION);
         out.put("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog");
         out.put("spark.sql.session.timeZone", "UTC");
-        out.putAll(ObjectStorage.sparkSettings(config.lakehouseUri(), config.checkpointUri(), given));
+        out.putAll(ObjectStorage.sparkSettings(config.lakehouseUri(), config.checkpointUri(), config.trustedLogStores(), given));
         tuning.forEach((k, v) -> {
             if (!given.containsKey(k)) {
                 out.put(k, v);

@@ -56,6 +56,8 @@ public final class TidemarkConfig {
         TEXT("text"),
         /** Empty means "not set"; catalog.metastore's own syntax is checked by {@link TidemarkConfig#metastore()}. */
         METASTORE("directory or thrift://host:port"),
+        /** Empty means none. */
+        CLASS_NAMES("class names, comma-separated"),
         DURATION("duration > 0"),
         DURATION_OR_ZERO("duration, 0 allowed"),
         COUNT("whole number, 0 allowed"),
@@ -90,6 +92,9 @@ public final class TidemarkConfig {
         TOPIC("topic", Type.TEXT, "network-events", Scope.QUERY, "the topic events arrive on"),
         LAKEHOUSE("lakehouse", Type.TEXT, "./data/lakehouse", Scope.RUN, "root of the Delta tables (any Hadoop-compatible path)"),
         CHECKPOINT("stream.checkpoint", Type.TEXT, "./data/checkpoints/stream", Scope.RUN, "checkpoint of the streaming query"),
+        TRUSTED_LOG_STORES("storage.trusted-log-stores", Type.CLASS_NAMES, "", Scope.RUN, "Delta log stores (class names, comma-separated) "
+                + "you vouch for as safe with several JVMs committing to one table on S3, accepted beside Tidemark's and Delta's "
+                + "`S3DynamoDBLogStore`; any other store named for an S3 lakehouse is refused ([object-storage.md](object-storage.md))"),
         WINDOW("window", Type.DURATION, "5 minutes", Scope.QUERY, "KPI window (tumbling); must divide a day evenly"),
         LATENESS("lateness", Type.DURATION_OR_ZERO, "10 minutes", Scope.QUERY,
                 "allowed lateness: the watermark trails the newest event time by this much"),
@@ -462,6 +467,7 @@ public final class TidemarkConfig {
                 }
                 yield get(k);
             }
+            case CLASS_NAMES -> String.join(",", trustedLogStoresOf(k));
             case METASTORE -> {
                 metastore();
                 yield get(k).trim();
@@ -481,6 +487,21 @@ public final class TidemarkConfig {
     public String bootstrapServers() { return get(Key.KAFKA_BOOTSTRAP); }
     public String topic() { return get(Key.TOPIC); }
     public Path lakehouse() { return Path.of(get(Key.LAKEHOUSE)).toAbsolutePath().normalize(); }
+    /** The log stores named in {@code storage.trusted-log-stores}. */
+    public java.util.Set<String> trustedLogStores() {
+        return java.util.Set.copyOf(trustedLogStoresOf(Key.TRUSTED_LOG_STORES));
+    }
+
+    private java.util.List<String> trustedLogStoresOf(Key k) {
+        java.util.List<String> names = java.util.Arrays.stream(get(k).split(",")).map(String::trim).filter(v -> !v.isEmpty()).toList();
+        for (String n : names) {
+            if (!n.matches("[\\p{L}_$][\\p{L}\\p{N}_$]*(\\.[\\p{L}_$][\\p{L}\\p{N}_$]*)*")) {
+                throw new IllegalArgumentException(k.name + ": '" + n + "' is not a Java class name (write e.g. com.example.MyLogStore)");
+            }
+        }
+        return names;
+    }
+
     public String lakehouseUri() {
         String v = get(Key.LAKEHOUSE);
         return v.contains("://") ? v : lakehouse().toString();

@@ -65,10 +65,23 @@ class ObjectStorageTest {
                 .hasMessage("the lakehouse s3a://lake/house is on S3, where the stream and reconcile commit to the same Delta tables from two "
                         + "JVMs, and spark.delta.logStore.s3a.impl=io.delta.storage.S3SingleDriverLogStore is not safe for that (one of two "
                         + "racing commits can be lost without an error): remove the setting (Tidemark then uses " + OURS
-                        + ", conditional PUTs) or set it to io.delta.storage.S3DynamoDBLogStore");
+                        + ", conditional PUTs) or set it to io.delta.storage.S3DynamoDBLogStore (a store you know to be safe: name it in "
+                        + "storage.trusted-log-stores)");
         assertThatThrownBy(() -> SparkSessions.settings(at("s3a://lake/house", "/cp"),
                 Map.of("spark.delta.logStore.class", "io.delta.storage.HDFSLogStore"), "local[2]", false))
                 .isInstanceOf(RequestRefusedException.class).hasMessageContaining("spark.delta.logStore.class=io.delta.storage.HDFSLogStore is not safe");
+    }
+
+    @Test
+    void aStoreTheOperatorVouchesForIsAccepted() {
+        Map<String, String> given = Map.of("spark.delta.logStore.s3a.impl", "com.example.CommitServiceLogStore");
+        TidemarkConfig trusting = TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, "s3a://lake/house")
+                .set(TidemarkConfig.Key.TRUSTED_LOG_STORES, "com.example.Other, com.example.CommitServiceLogStore").build();
+        assertThat(SparkSessions.settings(trusting, given, "yarn", true)).doesNotContainKey("spark.delta.logStore.s3a.impl");
+        TidemarkConfig other = TidemarkConfig.builder().set(TidemarkConfig.Key.LAKEHOUSE, "s3a://lake/house")
+                .set(TidemarkConfig.Key.TRUSTED_LOG_STORES, "com.example.Other").build();
+        assertThatThrownBy(() -> SparkSessions.settings(other, given, "yarn", true))
+                .isInstanceOf(RequestRefusedException.class).hasMessageContaining("CommitServiceLogStore is not safe");
     }
 
     @Test

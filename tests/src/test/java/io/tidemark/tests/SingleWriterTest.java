@@ -58,6 +58,7 @@ class SingleWriterTest {
             List<String> args = concat(common, "lakehouse=" + config.lakehouseUri(), "stream.checkpoint=" + config.checkpointUri());
             Map<String, String> s3Settings = s3.sparkSettings();
             FileSystem fs = FileSystem.get(URI.create(s3.uri("")), hadoop(s3));
+            String progressLog = config.lakehouseUri() + "/stream_progress/_delta_log";
 
             // two at once: the lease's conditional PUT lets exactly one through
             List<JobProcess> starters = List.of(JobProcess.start(StreamingJob.class, args, s3Settings, dir.resolve("starter-1.log")),
@@ -78,7 +79,7 @@ class SingleWriterTest {
             assertThat(refused.await(10)).as("the refused starter\n%s", refused.tail()).isEqualTo(2);
             String holder = "pid " + running.process.pid() + " on ";
             assertThat(Files.readString(refused.log)).contains("tidemark stream: the ").contains(" is being written by another stream: " + holder);
-            while (commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log") < 2 && System.currentTimeMillis() < deadline
+            while (TableChecks.commits(progressLog, fs.getConf()) < 2 && System.currentTimeMillis() < deadline
                     && running.process.isAlive()) {
                 Thread.sleep(200);
             }
@@ -101,7 +102,7 @@ class SingleWriterTest {
 
             // the S3 server down for 60 s under the running stream: it rides the outage out, or stops with one line
             // and an exit code, and a restart resumes
-            long before = commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log");
+            long before = TableChecks.commits(progressLog, fs.getConf());
             s3.stop();
             Thread.sleep(60_000);
             s3.start();
@@ -118,11 +119,11 @@ class SingleWriterTest {
             // more traffic: the stream takes it in after the outage
             GenerationReport more = new KafkaTrafficProducer(infra.broker.bootstrapServers(), Map.of())
                     .produce(spec.toBuilder().count(1_000L).seed(6).build(), p -> { });
-            while (commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log") < before + 2 && running.process.isAlive()
+            while (TableChecks.commits(progressLog, fs.getConf()) < before + 2 && running.process.isAlive()
                     && System.currentTimeMillis() < deadline + 300_000) {
                 Thread.sleep(200);
             }
-            assertThat(commits(fs, config.lakehouseUri() + "/stream_progress/_delta_log")).as("batches after the outage\n%s", running.tail())
+            assertThat(TableChecks.commits(progressLog, fs.getConf())).as("batches after the outage\n%s", running.tail())
                     .isGreaterThanOrEqualTo(before + 2);
 
             // kill -9: the lease stays behind, naming a process that is gone; the restart takes it over at once.
@@ -146,15 +147,6 @@ class SingleWriterTest {
         Configuration c = new Configuration();
         s3.hadoopSettings().forEach(c::set);
         return c;
-    }
-
-    private static long commits(FileSystem fs, String deltaLog) throws Exception {
-        try {
-            return java.util.Arrays.stream(fs.listStatus(new org.apache.hadoop.fs.Path(deltaLog)))
-                    .filter(s -> s.getPath().getName().matches("\\d{20}\\.json")).count();
-        } catch (java.io.FileNotFoundException e) {
-            return 0;
-        }
     }
 
     private static List<String> leases(FileSystem fs, String guarded) throws Exception {
