@@ -467,7 +467,7 @@ public final class TidemarkConfig {
                 }
                 yield get(k);
             }
-            case CLASS_NAMES -> String.join(",", trustedLogStoresOf(k));
+            case CLASS_NAMES -> String.join(",", classNames(k));
             case METASTORE -> {
                 metastore();
                 yield get(k).trim();
@@ -489,10 +489,11 @@ public final class TidemarkConfig {
     public Path lakehouse() { return Path.of(get(Key.LAKEHOUSE)).toAbsolutePath().normalize(); }
     /** The log stores named in {@code storage.trusted-log-stores}. */
     public java.util.Set<String> trustedLogStores() {
-        return java.util.Set.copyOf(trustedLogStoresOf(Key.TRUSTED_LOG_STORES));
+        return java.util.Set.copyOf(classNames(Key.TRUSTED_LOG_STORES));
     }
 
-    private java.util.List<String> trustedLogStoresOf(Key k) {
+    /** A setting of type CLASS_NAMES as its names, each checked to be a Java class name. */
+    private java.util.List<String> classNames(Key k) {
         java.util.List<String> names = java.util.Arrays.stream(get(k).split(",")).map(String::trim).filter(v -> !v.isEmpty()).toList();
         for (String n : names) {
             if (!n.matches("[\\p{L}_$][\\p{L}\\p{N}_$]*(\\.[\\p{L}_$][\\p{L}\\p{N}_$]*)*")) {
