@@ -88,6 +88,11 @@ final class DemoCommand extends TidemarkCommand {
     @Option(names = "--keep-broker", description = "Leave the broker running at the end (stop it with 'tidemark broker stop --dir DIR/broker').")
     boolean keepBroker;
 
+    @Option(names = "--storage", paramLabel = "KIND", defaultValue = "local",
+            description = "Where the lakehouse and the checkpoint live: local (in DIR) or s3 (on the repository's local S3 server, "
+                    + "ops/s3-server, started on loopback and installed first if need be; its objects in DIR/s3) (default: ${DEFAULT-VALUE}).")
+    String storage;
+
     @Option(names = "--live-seconds", paramLabel = "S", defaultValue = "30", description = "Live traffic for S seconds (default: ${DEFAULT-VALUE}).")
     int liveSeconds;
 
@@ -121,6 +126,11 @@ final class DemoCommand extends TidemarkCommand {
     private volatile KafkaTrafficProducer liveProducer;
     private volatile KafkaTrafficProducer heldBackProducer;
     private volatile StreamingQuery runningQuery;
+    private LocalS3Server s3Server;
+    private Path s3Script;
+
+    /** The bucket of the demo's lakehouse and checkpoint on the local S3 server. */
+    static final String S3_BUCKET = "tidemark-demo";
 
     /** How long the stream may go without consuming anything before the demo gives up waiting. */
     static final Duration STALL_TIMEOUT = Duration.ofMinutes(5);
@@ -131,20 +141,28 @@ final class DemoCommand extends TidemarkCommand {
         long t0 = System.nanoTime();
         Path home = dir.toAbsolutePath().normalize();
         Path brokerDir = home.resolve("broker");
-        TidemarkConfig base = config(Map.of(
+        TidemarkConfig settings = config(Map.of(
                 Key.LAKEHOUSE.name, home.resolve("lakehouse").toString(),
                 Key.CHECKPOINT.name, home.resolve("checkpoint").toString(),
                 Key.TRIGGER.name, "5 seconds",
                 Key.MAX_OFFSETS_PER_TRIGGER.name, "100000",
                 Key.STARTING_OFFSETS.name, "earliest"));
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = Lakehouse.of(base).pipeline();
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = Lakehouse.of(settings).pipeline();
         List<String> eventColumns = pipeline.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList();
         TrafficProfile profile = TrafficProfile.forEvents(eventColumns).orElseThrow(() -> new UserError("the demo generates the events of the "
                 + "shipped pipelines (network, payments); the events of " + pipeline.file() + " are " + String.join(", ", eventColumns)
-                + ": send your own to topic " + base.topic() + " and run 'tidemark stream --pipeline " + pipeline.file() + "'"));
-        TrafficSpec backlog = backlogSpec(base.topic(), Instant.now(), profile);
-        TrafficSpec live = liveSpec(base.topic(), profile);
+                + ": send your own to topic " + settings.topic() + " and run 'tidemark stream --pipeline " + pipeline.file() + "'"));
+        TrafficSpec backlog = backlogSpec(settings.topic(), Instant.now(), profile);
+        TrafficSpec live = liveSpec(settings.topic(), profile);
         prepare(home, brokerDir);
+        LocalS3Server s3 = storage.equals("s3") ? startS3(home) : null;
+        s3Server = s3;
+        if (s3 != null) {
+            // S3A reads its settings from Spark's (spark.hadoop.*), which a session takes from the system properties
+            s3.sparkSettings().forEach(System::setProperty);
+        }
+        TidemarkConfig base = s3 == null ? settings
+                : settings.toBuilder().set(Key.LAKEHOUSE, s3.uri("lakehouse")).set(Key.CHECKPOINT, s3.uri("checkpoint")).build();
         stop = GracefulStop.install(() -> {
             say("interrupted: stopping the traffic and the stream (Ctrl-C again stops at once) ...");
             for (KafkaTrafficProducer p : new KafkaTrafficProducer[] {backlogProducer, liveProducer, heldBackProducer}) {
@@ -329,6 +347,10 @@ final class DemoCommand extends TidemarkCommand {
         } else {
             say("broker      still running at %s; stop it with: ./tidemark broker stop --dir %s", bootstrap, show(brokerDir));
         }
+        if (s3 != null) {
+            s3.stop();
+            say("s3          stopped; its objects stay in %s: '%s' serves them again", show(home.resolve("s3")), s3RunCommand(s3, home));
+        }
         try {
             Runtime.getRuntime().removeShutdownHook(brokerHook);
         } catch (IllegalStateException shuttingDown) {
@@ -338,6 +360,9 @@ final class DemoCommand extends TidemarkCommand {
     }
 
     private void validate() {
+        if (!storage.equals("local") && !storage.equals("s3")) {
+            throw new UserError("--storage must be local or s3, got '" + storage + "'");
+        }
         if (liveSeconds < 1) {
             throw new UserError("--live-seconds must be at least 1, got " + liveSeconds);
         }
@@ -552,7 +577,7 @@ final class DemoCommand extends TidemarkCommand {
                                 ReconcileResult.percent(m.driftRel()))).toList()));
             }
             say("             run %s; details: ./tidemark sql --set lakehouse=%s \"SELECT * FROM reconcile_report WHERE row_kind = 'summary'\"",
-                    reconciled.runId(), show(Path.of(lakehouse.root())));
+                    reconciled.runId(), location(lakehouse.root()));
         }
         List<LocalDate> dirty = f.dirtyDays();
         say("dirty days   before reconcile %s; now %s%s", Formats.days(dirtyBeforeReconcile), Formats.days(dirty),
@@ -560,10 +585,17 @@ final class DemoCommand extends TidemarkCommand {
         for (String line : report.summary().split("\n")) {
             say("conservation %s", line.replace("conservation: ", ""));
         }
-        String lh = show(Path.of(lakehouse.root()));
+        String lh = location(lakehouse.root());
         String set = "--set lakehouse=" + lh;
         say("");
         say("The tables stay in %s. Try:", lh);
+        if (s3Server != null) {
+            // where the server is, for the commands; S3A takes the credentials (the local server accepts any) from the AWS variables
+            say("  (with the S3 server serving them again: %s &", s3RunCommand(s3Server, home));
+            say("   export AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo TIDEMARK_JAVA_OPTS=\"%s\")", String.join(" ",
+                    s3Server.sparkSettings().entrySet().stream().filter(e -> !e.getKey().endsWith(".access.key") && !e.getKey().endsWith(".secret.key"))
+                            .map(e -> "-D" + e.getKey() + "=" + e.getValue()).toList()));
+        }
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS records, count_if(is_late) AS late FROM raw_events GROUP BY 1 ORDER BY 1\"", set);
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
             List<String> columns = new ArrayList<>(List.of("window_start"));
@@ -577,7 +609,7 @@ final class DemoCommand extends TidemarkCommand {
         say("  ./tidemark sql %s \"SELECT event_date, kpi, measure, stream_value, batch_value, drift_rel, over_threshold FROM reconcile_report "
                 + "WHERE row_kind = 'summary' ORDER BY event_date, kpi, measure\"", set);
         say("  ./tidemark sql %s \"SELECT reason, count(*) FROM dead_letter GROUP BY 1 ORDER BY 2 DESC\"", set);
-        say("  ./tidemark status %s --set stream.checkpoint=%s%s", set, show(home.resolve("checkpoint")),
+        say("  ./tidemark status %s --set stream.checkpoint=%s%s", set, location(config.checkpointUri()),
                 keepBroker ? " --set kafka.bootstrap-servers=" + config.bootstrapServers() : "");
         say("");
         if (reconcileFailure == null) {
@@ -739,6 +771,41 @@ final class DemoCommand extends TidemarkCommand {
     }
 
     /** A path as the user would type it: relative to the working directory when under it. */
+    /**
+     * With --storage s3: installs the repository's S3 server if need be (ops/s3-server install, a venv of its own)
+     * and starts it on a free loopback port over DIR/s3, with the demo's bucket.
+     */
+    private LocalS3Server startS3(Path home) throws IOException, InterruptedException {
+        String where = System.getProperty("tidemark.s3-server", "");
+        Path script = where.isEmpty() ? null : Path.of(where);
+        if (script == null || !Files.isExecutable(script)) {
+            throw new UserError("--storage s3 runs the repository's local S3 server (ops/s3-server), which ./tidemark names to the JVM; "
+                    + "run the demo with ./tidemark from a clone of the repository, or use --storage local");
+        }
+        say("s3          installing or checking the local S3 server (%s install) ...", show(script));
+        Process install = new ProcessBuilder(script.toString(), "install").redirectErrorStream(true).start();
+        String installed = new String(install.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        if (install.waitFor() != 0) {
+            throw new UserError("'" + script + " install' failed: " + installed);
+        }
+        // stopped at the end, or with this JVM (LocalS3Server's hook)
+        LocalS3Server server = LocalS3Server.start(script, 0, S3_BUCKET, home.resolve("s3"));
+        s3Script = script;
+        say("s3          running at %s (bucket %s; objects in %s): lakehouse and checkpoint on S3, written through Hadoop's S3A",
+                server.endpoint(), S3_BUCKET, show(home.resolve("s3")));
+        return server;
+    }
+
+    /** The command that serves the demo's S3 objects again after the demo stopped the server. */
+    private String s3RunCommand(LocalS3Server server, Path home) {
+        return show(s3Script) + " run --port " + server.port() + " --dir " + show(home.resolve("s3").resolve("objects"));
+    }
+
+    /** A lakehouse or checkpoint location as the user would type it: a URI as it is, a local path relative to here. */
+    static String location(String uri) {
+        return uri.contains("://") && !uri.startsWith("file:") ? uri : show(Path.of(uri.startsWith("file:") ? java.net.URI.create(uri).getPath() : uri));
+    }
+
     static String show(Path p) {
         Path cwd = Path.of("").toAbsolutePath();
         Path abs = p.toAbsolutePath().normalize();

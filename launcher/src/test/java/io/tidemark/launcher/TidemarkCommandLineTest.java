@@ -99,7 +99,7 @@ class TidemarkCommandLineTest {
                 "--schema-registry");
         assertThat(run("stream", "--help").out()).contains("--available-now", "--trigger", "--starting-offsets",
                 "--max-records-per-batch", "SIGTERM");
-        assertThat(run("demo", "--help").out()).contains("--dir", "--keep", "--keep-broker", "--live-seconds", "--rate");
+        assertThat(run("demo", "--help").out()).contains("--dir", "--keep", "--keep-broker", "--storage", "--live-seconds", "--rate");
         assertThat(run("sql", "--help").out()).contains("--max-rows", "--file", "interactive");
         assertThat(run("broker", "start", "--help").out()).contains("--port", "--partitions", "--dir");
         assertThat(run("reconcile", "--help").out()).contains("--from", "--to", "--recent", "--dirty", "--dry-run");
@@ -226,6 +226,7 @@ class TidemarkCommandLineTest {
     @Test
     void demoRejectsBadFlagsAndForeignDirectories(@TempDir Path dir) throws Exception {
         assertBadInput(run("demo", "--live-seconds", "0"), "tidemark demo", "--live-seconds");
+        assertBadInput(run("demo", "--storage", "nfs"), "tidemark demo", "--storage must be local or s3, got 'nfs'");
         assertBadInput(run("status", "--stalled-after", "0"), "tidemark status", "--stalled-after");
         assertBadInput(run("status", "--json", "--max-lag", "-1"), "tidemark status", "--max-lag");
         assertBadInput(run("report", "--days", "0"), "tidemark report", "--days must be a whole number from 1 to 3660");

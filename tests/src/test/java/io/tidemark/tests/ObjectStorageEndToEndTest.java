@@ -202,6 +202,47 @@ class ObjectStorageEndToEndTest {
         return d.selectExpr(keep);
     }
 
+    /**
+     * {@code tidemark demo --storage s3}, as a user runs it (in a JVM of its own, as ./tidemark starts it): the repository's
+     * S3 server installed if need be and started, the whole demo on it, conservation checked over the S3 tables, the server
+     * stopped. Nothing of the lakehouse or the checkpoint is on local disk; the server started again on the objects the demo
+     * left, as the demo's last lines say, serves the tables the demo counted.
+     */
+    @Test
+    void theDemoRunsOnTheLocalS3Server() throws Exception {
+        Path dir = infra.newDir("s3-demo");
+        Path root = Path.of(System.getProperty("user.dir")).toAbsolutePath().getParent();
+        Path home = dir.resolve("demo");
+        JobProcess demo = JobProcess.start(Tidemark.class, List.of("demo", "--storage", "s3", "--dir", home.toString(),
+                        "--backlog-events", "3000", "--live-seconds", "3", "--rate", "300"),
+                Map.of(io.tidemark.broker.BrokerSettings.CLASSPATH_PROPERTY, System.getProperty(io.tidemark.broker.BrokerSettings.CLASSPATH_PROPERTY),
+                        "tidemark.s3-server", root.resolve("ops/s3-server").toString()),
+                dir.resolve("demo.log"));
+        assertThat(demo.await(600)).as("the demo\n%s", demo.tail()).isZero();
+        String out = java.nio.file.Files.readString(dir.resolve("demo.log"));
+        assertThat(out).contains("s3          running at http://127.0.0.1:", "The tables stay in s3a://tidemark-demo/lakehouse.",
+                "conservation HOLDS: every record is in exactly one place", "export AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo");
+        assertThat(out).as("no key of the server's is printed").doesNotContain("tidemark-secret");
+        assertThat(home.resolve("lakehouse")).doesNotExist();
+        assertThat(home.resolve("checkpoint")).doesNotExist();
+
+        // "s3          stopped; its objects stay in ...: '<script> run --port P --dir <objects>' serves them again"
+        java.util.regex.Matcher again = java.util.regex.Pattern.compile("run --port (\\d+) --dir (\\S+)' serves them again").matcher(out);
+        assertThat(again.find()).as(out).isTrue();
+        java.util.regex.Matcher counted = java.util.regex.Pattern.compile("conservation consumed ([\\d,]+) = raw_events ([\\d,]+) \\+ dead_letter ([\\d,]+)")
+                .matcher(out);
+        assertThat(counted.find()).as(out).isTrue();
+        try (io.tidemark.launcher.LocalS3Server served = io.tidemark.launcher.LocalS3Server.start(root.resolve("ops/s3-server"),
+                Integer.parseInt(again.group(1)), "tidemark-demo", home.resolve("s3"))) {
+            served.hadoopSettings().forEach(infra.spark.sparkContext().hadoopConfiguration()::set);
+            long raw = infra.spark.read().format("delta").load(served.uri("lakehouse/raw_events")).count();
+            long dead = infra.spark.read().format("delta").load(served.uri("lakehouse/dead_letter")).count();
+            assertThat(List.of(raw + dead, raw, dead)).as("consumed, raw_events, dead_letter on S3 as the demo counted them").containsExactly(
+                    Long.parseLong(counted.group(1).replace(",", "")), Long.parseLong(counted.group(2).replace(",", "")),
+                    Long.parseLong(counted.group(3).replace(",", "")));
+        }
+    }
+
     /** The row count of a Delta table on the S3 server, read by delta-rs from the project's venv. */
     private static String python(S3Server s3, String table) throws Exception {
         Path python = Path.of(System.getProperty("user.dir")).toAbsolutePath().getParent().resolve(".venv/bin/python");
