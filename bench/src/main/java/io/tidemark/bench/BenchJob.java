@@ -60,9 +60,12 @@ public final class BenchJob {
         String maxPerBatch = args[3];
         Path work = Path.of(args[4]);
         String pipeline = args.length > 5 ? args[5] : "network";
-        if (!List.of("plain", "tidemark", "published", "diy").contains(mode)) {
-            throw new IllegalArgumentException("unknown job " + mode + " (known: plain, tidemark, published, diy)");
+        if (!List.of("plain", "tidemark", "published", "diy", "s3").contains(mode)) {
+            throw new IllegalArgumentException("unknown job " + mode + " (known: plain, tidemark, published, diy, s3)");
         }
+        // s3: the speed layer with its lakehouse and checkpoint under this s3a:// base (the orchestrator's S3 server, whose
+        // spark.hadoop.fs.s3a.* settings come as system properties)
+        String s3Base = mode.equals("s3") ? System.getProperty("tidemark.bench.s3-base") + "/" + work.getFileName() : null;
         Files.createDirectories(work);
         if (mode.equals("published")) {
             pipeline = publishing(pipeline, topic, work).toString();
@@ -72,10 +75,12 @@ public final class BenchJob {
                 .set(TidemarkConfig.Key.PIPELINE, pipeline)
                 .set(TidemarkConfig.Key.TOPIC, topic)
                 .set(TidemarkConfig.Key.MAX_OFFSETS_PER_TRIGGER, maxPerBatch)
-                .set(TidemarkConfig.Key.LAKEHOUSE, work.resolve("lakehouse").toString())
-                .set(TidemarkConfig.Key.CHECKPOINT, work.resolve("checkpoint").toString())
+                .set(TidemarkConfig.Key.LAKEHOUSE, s3Base != null ? s3Base + "/lakehouse" : work.resolve("lakehouse").toString())
+                .set(TidemarkConfig.Key.CHECKPOINT, s3Base != null ? s3Base + "/checkpoint" : work.resolve("checkpoint").toString())
                 .build();
         SparkSession spark = SparkSessions.create(config, "bench-" + mode);
+        S3Requests s3 = s3Base == null ? null : new S3Requests(org.apache.hadoop.fs.FileSystem.get(java.net.URI.create(s3Base),
+                spark.sparkContext().hadoopConfiguration()));
         // Which query a progress event belongs to; the listener waits until every query is registered.
         Map<UUID, String> names = new ConcurrentHashMap<>();
         CountDownLatch registered = new CountDownLatch(1);
@@ -95,6 +100,9 @@ public final class BenchJob {
                     }
                     System.out.println("BATCH " + p.batchId() + " " + p.numInputRows() + " " + p.durationMs().get("triggerExecution")
                             + " " + System.currentTimeMillis() + " " + names.getOrDefault(p.id(), "unknown"));
+                    if (s3 != null) {
+                        System.out.println("S3 " + p.batchId() + " " + s3.line());
+                    }
                 }
             }
 
@@ -109,7 +117,7 @@ public final class BenchJob {
         StreamingJob job = null;
         try {
             switch (mode) {
-                case "tidemark", "published" -> {
+                case "tidemark", "published", "s3" -> {
                     job = new StreamingJob(spark, config, null);
                     StreamingQuery q = job.start(true);
                     names.put(q.id(), mode);
@@ -185,6 +193,37 @@ public final class BenchJob {
                     + text.substring(m.end());
         }
         return Files.writeString(work.resolve("published.sql"), text);
+    }
+
+    /**
+     * The requests S3A has sent so far from this JVM (Spark's local executors, Delta's log store and the checkpoint share one
+     * file system per bucket), by kind, from its IOStatistics: {@code PUT=n GET=n HEAD=n LIST=n DELETE=n COPY=n}.
+     */
+    static final class S3Requests {
+        /** Each kind of request and the S3A counters that count it. */
+        static final Map<String, List<String>> KINDS = new java.util.LinkedHashMap<>();
+        static {
+            KINDS.put("PUT", List.of("object_put_request", "multipart_upload_part_put"));
+            KINDS.put("GET", List.of("action_http_get_request"));
+            KINDS.put("HEAD", List.of("object_metadata_request"));
+            KINDS.put("LIST", List.of("object_list_request", "object_continue_list_request"));
+            KINDS.put("DELETE", List.of("object_delete_request", "object_bulk_delete_request"));
+            KINDS.put("COPY", List.of("object_copy_requests"));
+        }
+
+        private final org.apache.hadoop.fs.statistics.IOStatisticsSource fs;
+
+        S3Requests(org.apache.hadoop.fs.FileSystem fs) {
+            this.fs = (org.apache.hadoop.fs.statistics.IOStatisticsSource) fs;
+        }
+
+        String line() {
+            Map<String, Long> counters = fs.getIOStatistics().counters();
+            StringBuilder sb = new StringBuilder();
+            KINDS.forEach((kind, keys) -> sb.append(sb.isEmpty() ? "" : " ").append(kind).append('=')
+                    .append(keys.stream().mapToLong(k -> counters.getOrDefault(k, 0L)).sum()));
+            return sb.toString();
+        }
     }
 
     /** CPU time of this JVM, every thread (Spark's tasks and driver, GC, JIT): the cores a job costs, steadier than wall time on a shared machine. */

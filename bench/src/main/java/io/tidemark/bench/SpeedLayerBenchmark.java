@@ -36,14 +36,16 @@ import io.tidemark.generate.TrafficSpec;
  * for each batch size every job once, the order of the jobs rotated by the round so that no job
  * always runs first. Prints every run and a summary of medians per batch size and job, the speed
  * layer's median time per stage (from its {@code TIDEMARK_TRACE_BATCHES} lines), appends the tables
- * to {@code bench/results.log} and writes {@code bench/results/speed.json}.
+ * to {@code bench/results.log} and writes {@code bench/results/speed.json}. With the job {@code s3} (the speed layer on
+ * the repository's local S3 server, {@code --only tidemark,s3}): the S3 requests per batch too, and {@code speed-s3.json}.
  *
- * <p>{@code bench/run speed [--events N] [--batch-sizes a,b] [--rounds R] [--only plain,tidemark,diy] [--pipeline FILE]}
+ * <p>{@code bench/run speed [--events N] [--batch-sizes a,b] [--rounds R] [--only plain,tidemark,diy,published,s3] [--pipeline FILE]}
  */
 public final class SpeedLayerBenchmark {
 
     /** published: the speed layer with every KPI table published to Kafka (BenchJob#publishing); not run unless --only names it. */
-    static final List<String> JOBS = List.of("plain", "tidemark", "published", "diy");
+    /** s3: the speed layer with its lakehouse and checkpoint on the repository's local S3 server (not run unless --only names it). */
+    static final List<String> JOBS = List.of("plain", "tidemark", "published", "diy", "s3");
     static final List<String> DEFAULT_JOBS = List.of("plain", "tidemark", "diy");
     /** The queries each job runs (the plain job one per KPI table of the pipeline); each must consume exactly the produced events. */
     static Map<String, List<String>> queries(String pipeline) {
@@ -52,16 +54,18 @@ public final class SpeedLayerBenchmark {
         List<String> plain = p.tables().stream().map(t -> "plain" + BenchJob.querySuffix(p, t)).toList();
         List<String> diy = new ArrayList<>(List.of("bronze"));
         p.tables().forEach(t -> diy.add("kpi" + BenchJob.querySuffix(p, t)));
-        return Map.of("plain", plain, "tidemark", List.of("tidemark"), "published", List.of("published"), "diy", diy);
+        return Map.of("plain", plain, "tidemark", List.of("tidemark"), "published", List.of("published"), "diy", diy, "s3", List.of("s3"));
     }
     static final Pattern TRACE = Pattern.compile("trace batch (\\d+) (\\S+) (\\d+) ms");
+    /** The system properties of an s3 job's JVM: the S3 server's spark.hadoop.fs.s3a.* settings and the run's s3a:// base. */
+    static Map<String, String> s3Properties = Map.of();
 
     /** One micro-batch of one query. */
     record Batch(String query, long id, long records, long millis) {
     }
 
     record Run(int round, String job, long batchSize, long events, String load, long millis, List<Batch> batches, long heapPeak,
-            long rssPeak, long liveHeapPeak, long cpuNanos, Map<Long, Map<String, Long>> trace) {
+            long rssPeak, long liveHeapPeak, long cpuNanos, Map<Long, Map<String, Long>> trace, Map<Long, Map<String, Long>> s3Requests) {
         double eventsPerSecond() {
             return events * 1000.0 / millis;
         }
@@ -124,7 +128,7 @@ public final class SpeedLayerBenchmark {
         Path work = Path.of("bench/work").toAbsolutePath();
         String pipeline = "network";
         Path results = Path.of("bench/results.log").toAbsolutePath();
-        Path json = Path.of("bench/results/speed.json").toAbsolutePath();
+        Path json = Path.of("bench/results/speed.json").toAbsolutePath();  // speed-s3.json with the s3 job
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--events" -> events = Long.parseLong(args[++i]);
@@ -147,12 +151,17 @@ public final class SpeedLayerBenchmark {
         }
         final List<String> selected = only;
         List<String> jobs = JOBS.stream().filter(selected::contains).toList();
+        if (jobs.contains("s3")) {
+            // the object-storage comparison keeps its own file: speed.json stays the figures against the plain job and the DIY Lambda
+            json = json.resolveSibling("speed-s3.json");
+        }
         if (System.getenv("TIDEMARK_TRACE_BATCHES") == null && jobs.contains("tidemark")) {
             System.out.println("note: TIDEMARK_TRACE_BATCHES is not set (bench/run sets it): no per-stage breakdown of the speed layer");
         }
         deleteRecursively(work);
         Files.createDirectories(work);
         List<Run> runs = new ArrayList<>();
+        io.tidemark.launcher.LocalS3Server s3 = jobs.contains("s3") ? startS3(work) : null;
         try (LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(work.resolve("broker")).withHeapMb(1024))) {
             // The network pipeline reads the benchmark's own topic; a pipeline file its own, with the generator's events for it.
             io.tidemark.lakehouse.pipeline.Pipeline declared = io.tidemark.lakehouse.pipeline.Pipeline.of(
@@ -184,10 +193,15 @@ public final class SpeedLayerBenchmark {
                     }
                 }
             }
+        } finally {
+            if (s3 != null) {
+                s3.close();
+            }
         }
         List<Summary> summaries = summarise(runs, batchSizes, jobs);
         Map<Long, Map<String, double[]>> stages = stages(runs, batchSizes);
-        String text = runsTable(runs, events) + summaryTable(summaries, rounds) + stageTable(stages, runs) + publishingRatio(runs, batchSizes);
+        String text = runsTable(runs, events) + summaryTable(summaries, rounds) + stageTable(stages, runs) + publishingRatio(runs, batchSizes)
+                + objectStorage(runs, batchSizes);
         System.out.println(text);
         Files.writeString(results, "\n## " + Instant.now() + " speed " + String.join(" ", args) + "\n" + text,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
@@ -211,6 +225,9 @@ public final class SpeedLayerBenchmark {
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx8g");
         cmd.addAll(Arrays.stream(System.getProperty("tidemark.jvm.opens", "").trim().split("\\s+")).filter(s -> !s.isEmpty()).toList());
+        if (job.equals("s3")) {
+            s3Properties.forEach((k, v) -> cmd.add("-D" + k + "=" + v));
+        }
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), BenchJob.class.getName(),
                 job, bootstrap, topic, String.valueOf(batchSize), dir.toString(), pipeline));
         Path stderr = dir.resolve("stderr.log");
@@ -225,6 +242,7 @@ public final class SpeedLayerBenchmark {
         long liveHeap = 0;
         long cpu = 0;
         List<Batch> batches = new ArrayList<>();
+        Map<Long, Map<String, Long>> s3Requests = new TreeMap<>();
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
@@ -239,6 +257,14 @@ public final class SpeedLayerBenchmark {
                         batches.add(b);
                         System.out.printf("  %s batch %d: %,d records in %.1f s%n", job.equals(query) ? job : job + "/" + query, b.id(),
                                 b.records(), b.millis() / 1000.0);
+                    }
+                    case "S3" -> {
+                        Map<String, Long> counts = new LinkedHashMap<>();
+                        for (int i = 2; i < f.length; i++) {
+                            String[] kv = f[i].split("=");
+                            counts.put(kv[0], Long.parseLong(kv[1]));
+                        }
+                        s3Requests.put(Long.parseLong(f[1]), counts);
                     }
                     case "PEAK" -> {
                         heap = Long.parseLong(f[1]);
@@ -268,7 +294,7 @@ public final class SpeedLayerBenchmark {
         if (job.equals("tidemark") && trace.isEmpty() && System.getenv("TIDEMARK_TRACE_BATCHES") != null) {
             System.out.println("  warning: TIDEMARK_TRACE_BATCHES is set but " + stderr + " holds no trace lines");
         }
-        return new Run(round, job, batchSize, events, load, end - start, batches, heap, rss, liveHeap, cpu, trace);
+        return new Run(round, job, batchSize, events, load, end - start, batches, heap, rss, liveHeap, cpu, trace, s3Requests);
     }
 
     /** The speed layer's {@code trace batch <id> <stage> <ms> ms} lines: batch id -> stage -> ms. */
@@ -348,6 +374,75 @@ public final class SpeedLayerBenchmark {
             sb.append(String.format("%npublishing on vs off, batch %,d: median %,.0f vs %,.0f events/s = %.3fx; per round %s, median %.3fx%n", bs,
                     on, off, on / off, paired.stream().map(r -> String.format("%.3f", r)).toList(),
                     BenchResults.median(paired.stream().mapToDouble(Double::doubleValue).toArray())));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The repository's S3 server ({@code ops/s3-server}, installed first if need be) on a free loopback port, its objects
+     * under {@code work}, for the s3 job; {@link #s3Properties} point that job's JVMs at it.
+     */
+    static io.tidemark.launcher.LocalS3Server startS3(Path work) throws Exception {
+        Path script = Path.of("ops", "s3-server").toAbsolutePath();
+        Process install = new ProcessBuilder(script.toString(), "install").inheritIO().start();
+        if (install.waitFor() != 0) {
+            throw new IllegalStateException(script + " install failed");
+        }
+        io.tidemark.launcher.LocalS3Server s3 = io.tidemark.launcher.LocalS3Server.start(script, 0, "tidemark-bench", work.resolve("s3"));
+        Map<String, String> props = new LinkedHashMap<>(s3.sparkSettings());
+        props.put("tidemark.bench.s3-base", s3.uri("runs"));
+        s3Properties = props;
+        System.out.printf("S3 server at %s (ministack, %s) for the s3 job%n", s3.endpoint(), work.resolve("s3"));
+        return s3;
+    }
+
+    /**
+     * The speed layer on S3 against the same on local disk, per batch size: median events/s and CPU per million events of
+     * each (paired per round too), and the S3 requests a steady batch costs (from the s3 runs' S3A counters: those after
+     * the first batch up to the last steady one, per batch), and so a day of batches at the default trigger (10 s).
+     */
+    static String objectStorage(List<Run> runs, List<Long> batchSizes) {
+        StringBuilder sb = new StringBuilder();
+        for (long bs : batchSizes) {
+            List<Run> onS3 = runs.stream().filter(r -> r.batchSize() == bs && r.job().equals("s3")).toList();
+            if (onS3.isEmpty()) {
+                continue;
+            }
+            List<Double> paired = new ArrayList<>();
+            for (Run on : onS3) {
+                runs.stream().filter(off -> off.batchSize() == bs && off.round() == on.round() && off.job().equals("tidemark")).findFirst()
+                        .ifPresent(off -> paired.add(on.eventsPerSecond() / off.eventsPerSecond()));
+            }
+            double s3Eps = median(runs, bs, "s3", Run::eventsPerSecond);
+            double localEps = median(runs, bs, "tidemark", Run::eventsPerSecond);
+            double s3Cpu = median(runs, bs, "s3", Run::cpuSecondsPerMillion);
+            double localCpu = median(runs, bs, "tidemark", Run::cpuSecondsPerMillion);
+            sb.append(String.format("%non S3 (local S3 server) vs local disk, batch %,d: median %,.0f vs %,.0f events/s = %.3fx (per round %s); "
+                    + "CPU s per million events %.1f vs %.1f = %.3fx%n", bs, s3Eps, localEps, s3Eps / localEps,
+                    paired.stream().map(r -> String.format("%.3f", r)).toList(), s3Cpu, localCpu, s3Cpu / localCpu));
+            Map<String, List<Double>> perBatch = new LinkedHashMap<>();
+            for (Run r : onS3) {
+                List<Long> ids = steady(r.of("s3")).stream().map(Batch::id).toList();
+                Map<String, Long> first = r.s3Requests().get(r.of("s3").get(0).id());
+                if (ids.isEmpty() || first == null || !r.s3Requests().containsKey(ids.get(ids.size() - 1))) {
+                    continue;
+                }
+                Map<String, Long> last = r.s3Requests().get(ids.get(ids.size() - 1));
+                last.forEach((kind, n) -> perBatch.computeIfAbsent(kind, k -> new ArrayList<>()).add((n - first.getOrDefault(kind, 0L)) / (double) ids.size()));
+            }
+            if (perBatch.isEmpty()) {
+                sb.append("  (no steady batch to count S3 requests over: give more events or a smaller batch size)\n");
+                continue;
+            }
+            double total = 0;
+            StringBuilder kinds = new StringBuilder();
+            for (var e : perBatch.entrySet()) {
+                double m = BenchResults.median(e.getValue().stream().mapToDouble(Double::doubleValue).toArray());
+                total += m;
+                kinds.append(String.format(" %s %.0f", e.getKey(), m));
+            }
+            sb.append(String.format("  S3 requests per steady batch (median over rounds):%s; total %.0f; a batch every 10 s all day: %,.0f requests%n",
+                    kinds, total, total * 8640));
         }
         return sb.toString();
     }
