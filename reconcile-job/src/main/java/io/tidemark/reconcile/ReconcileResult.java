@@ -76,16 +76,6 @@ public record ReconcileResult(String runId, Instant startedAt, Optional<Instant>
         };
     }
 
-    /** Gigabytes as every report shows them: three decimals, half-even. */
-    public static String gb(BigDecimal v) {
-        return v.setScale(3, java.math.RoundingMode.HALF_EVEN).toPlainString();
-    }
-
-    /** {@link #gb} with a '+' before a positive value. */
-    public static String signedGb(BigDecimal v) {
-        return (v.signum() > 0 ? "+" : "") + gb(v);
-    }
-
     /** A relative drift as a signed percentage, whatever the JVM's locale; "n/a" when the truth is zero. */
     public static String percent(Double rel) {
         return rel == null ? "n/a" : String.format(java.util.Locale.ROOT, "%+.2f%%", rel * 100);
