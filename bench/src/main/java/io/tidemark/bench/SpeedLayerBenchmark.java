@@ -383,12 +383,8 @@ public final class SpeedLayerBenchmark {
      * under {@code work}, for the s3 job; {@link #s3Properties} point that job's JVMs at it.
      */
     static io.tidemark.launcher.LocalS3Server startS3(Path work) throws Exception {
-        Path script = Path.of("ops", "s3-server").toAbsolutePath();
-        Process install = new ProcessBuilder(script.toString(), "install").inheritIO().start();
-        if (install.waitFor() != 0) {
-            throw new IllegalStateException(script + " install failed");
-        }
-        io.tidemark.launcher.LocalS3Server s3 = io.tidemark.launcher.LocalS3Server.start(script, 0, "tidemark-bench", work.resolve("s3"));
+        io.tidemark.launcher.LocalS3Server s3 = io.tidemark.launcher.LocalS3Server.installAndStart(Path.of("ops", "s3-server").toAbsolutePath(),
+                0, "tidemark-bench", work.resolve("s3"));
         Map<String, String> props = new LinkedHashMap<>(s3.sparkSettings());
         props.put("tidemark.bench.s3-base", s3.uri("runs"));
         s3Properties = props;

@@ -127,7 +127,6 @@ final class DemoCommand extends TidemarkCommand {
     private volatile KafkaTrafficProducer heldBackProducer;
     private volatile StreamingQuery runningQuery;
     private LocalS3Server s3Server;
-    private Path s3Script;
 
     /** The bucket of the demo's lakehouse and checkpoint on the local S3 server. */
     static final String S3_BUCKET = "tidemark-demo";
@@ -155,8 +154,8 @@ final class DemoCommand extends TidemarkCommand {
         TrafficSpec backlog = backlogSpec(settings.topic(), Instant.now(), profile);
         TrafficSpec live = liveSpec(settings.topic(), profile);
         prepare(home, brokerDir);
-        LocalS3Server s3 = storage.equals("s3") ? startS3(home) : null;
-        s3Server = s3;
+        s3Server = storage.equals("s3") ? startS3(home) : null;
+        LocalS3Server s3 = s3Server;
         if (s3 != null) {
             // S3A reads its settings from Spark's (spark.hadoop.*), which a session takes from the system properties
             s3.sparkSettings().forEach(System::setProperty);
@@ -349,7 +348,7 @@ final class DemoCommand extends TidemarkCommand {
         }
         if (s3 != null) {
             s3.stop();
-            say("s3          stopped; its objects stay in %s: '%s' serves them again", show(home.resolve("s3")), s3RunCommand(s3, home));
+            say("s3          stopped; its objects stay in %s: '%s' serves them again", show(home.resolve("s3")), s3RunCommand(s3));
         }
         try {
             Runtime.getRuntime().removeShutdownHook(brokerHook);
@@ -591,10 +590,9 @@ final class DemoCommand extends TidemarkCommand {
         say("The tables stay in %s. Try:", lh);
         if (s3Server != null) {
             // where the server is, for the commands; S3A takes the credentials (the local server accepts any) from the AWS variables
-            say("  (with the S3 server serving them again: %s &", s3RunCommand(s3Server, home));
+            say("  (with the S3 server serving them again: %s &", s3RunCommand(s3Server));
             say("   export AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo TIDEMARK_JAVA_OPTS=\"%s\")", String.join(" ",
-                    s3Server.sparkSettings().entrySet().stream().filter(e -> !e.getKey().endsWith(".access.key") && !e.getKey().endsWith(".secret.key"))
-                            .map(e -> "-D" + e.getKey() + "=" + e.getValue()).toList()));
+                    LocalS3Server.asSpark(s3Server.endpointSettings()).entrySet().stream().map(e -> "-D" + e.getKey() + "=" + e.getValue()).toList()));
         }
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS records, count_if(is_late) AS late FROM raw_events GROUP BY 1 ORDER BY 1\"", set);
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
@@ -770,10 +768,9 @@ final class DemoCommand extends TidemarkCommand {
         return lines;
     }
 
-    /** A path as the user would type it: relative to the working directory when under it. */
     /**
      * With --storage s3: installs the repository's S3 server if need be (ops/s3-server install, a venv of its own)
-     * and starts it on a free loopback port over DIR/s3, with the demo's bucket.
+     * and starts it on a free loopback port over DIR/s3, with the demo's bucket. Stopped at the end, or with this JVM.
      */
     private LocalS3Server startS3(Path home) throws IOException, InterruptedException {
         String where = System.getProperty("tidemark.s3-server", "");
@@ -783,22 +780,20 @@ final class DemoCommand extends TidemarkCommand {
                     + "run the demo with ./tidemark from a clone of the repository, or use --storage local");
         }
         say("s3          installing or checking the local S3 server (%s install) ...", show(script));
-        Process install = new ProcessBuilder(script.toString(), "install").redirectErrorStream(true).start();
-        String installed = new String(install.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-        if (install.waitFor() != 0) {
-            throw new UserError("'" + script + " install' failed: " + installed);
+        LocalS3Server server;
+        try {
+            server = LocalS3Server.installAndStart(script, 0, S3_BUCKET, home.resolve("s3"));
+        } catch (IOException e) {
+            throw new UserError(e.getMessage());
         }
-        // stopped at the end, or with this JVM (LocalS3Server's hook)
-        LocalS3Server server = LocalS3Server.start(script, 0, S3_BUCKET, home.resolve("s3"));
-        s3Script = script;
         say("s3          running at %s (bucket %s; objects in %s): lakehouse and checkpoint on S3, written through Hadoop's S3A",
                 server.endpoint(), S3_BUCKET, show(home.resolve("s3")));
         return server;
     }
 
-    /** The command that serves the demo's S3 objects again after the demo stopped the server. */
-    private String s3RunCommand(LocalS3Server server, Path home) {
-        return show(s3Script) + " run --port " + server.port() + " --dir " + show(home.resolve("s3").resolve("objects"));
+    /** The command that serves the demo's S3 objects again after the demo stopped the server, with paths as the user types them. */
+    private static String s3RunCommand(LocalS3Server server) {
+        return String.join(" ", server.runCommand().stream().map(a -> a.startsWith("/") ? show(Path.of(a)) : a).toList());
     }
 
     /** A lakehouse or checkpoint location as the user would type it: a URI as it is, a local path relative to here. */
@@ -806,6 +801,7 @@ final class DemoCommand extends TidemarkCommand {
         return uri.contains("://") && !uri.startsWith("file:") ? uri : show(Path.of(uri.startsWith("file:") ? java.net.URI.create(uri).getPath() : uri));
     }
 
+    /** A path as the user would type it: relative to the working directory when under it. */
     static String show(Path p) {
         Path cwd = Path.of("").toAbsolutePath();
         Path abs = p.toAbsolutePath().normalize();

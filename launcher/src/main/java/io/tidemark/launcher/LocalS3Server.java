@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -54,9 +55,27 @@ public final class LocalS3Server implements AutoCloseable {
         return s;
     }
 
+    /**
+     * As {@link #start(Path, int, String, Path)}, after {@code <script> install} (which makes the server's venv, or
+     * returns at once when it is up to date); a failed install is an IOException with its output.
+     */
+    public static LocalS3Server installAndStart(Path script, int port, String bucket, Path dir) throws IOException, InterruptedException {
+        Process install = new ProcessBuilder(script.toString(), "install").redirectErrorStream(true).start();
+        String output = new String(install.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+        if (install.waitFor() != 0) {
+            throw new IOException("'" + script + " install' failed: " + output);
+        }
+        return start(script, port, bucket, dir);
+    }
+
+    /** The command that serves this server: {@code <script> run --port P --dir <objects>}, also after it stopped. */
+    public List<String> runCommand() {
+        return List.of(script.toString(), "run", "--port", String.valueOf(port), "--dir", dir.resolve("objects").toString());
+    }
+
     /** Starts (again) the server on its port and directory and waits until it answers. */
     public void start() throws IOException, InterruptedException {
-        process = new ProcessBuilder(script.toString(), "run", "--port", String.valueOf(port), "--dir", dir.resolve("objects").toString())
+        process = new ProcessBuilder(runCommand())
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         Process started = process;
         // a JVM that ends without closing the server does not leave it running
@@ -105,22 +124,37 @@ public final class LocalS3Server implements AutoCloseable {
         return "s3a://" + bucket + "/" + path;
     }
 
-    /** Hadoop's S3A settings that reach this server's bucket (per-bucket keys: other buckets are not touched). */
+    /**
+     * Hadoop's S3A settings that reach this server's bucket (per-bucket keys: other buckets are not touched): where it is
+     * ({@link #endpointSettings()}) and a key it accepts (it accepts any).
+     */
     public Map<String, String> hadoopSettings() {
-        Map<String, String> s = new LinkedHashMap<>();
+        Map<String, String> s = endpointSettings();
         String b = "fs.s3a.bucket." + bucket + ".";
-        s.put(b + "endpoint", endpoint());
-        s.put(b + "endpoint.region", "us-east-1");
-        s.put(b + "path.style.access", "true");
         s.put(b + "access.key", "tidemark");
         s.put(b + "secret.key", "tidemark-secret");
         return s;
     }
 
-    /** The same as Spark settings ({@code spark.hadoop.fs.s3a.*}), as {@code --conf} or system properties pass them. */
-    public Map<String, String> sparkSettings() {
+    /** Where the server is, for S3A, without credentials (those may come from the AWS variables instead). */
+    public Map<String, String> endpointSettings() {
         Map<String, String> s = new LinkedHashMap<>();
-        hadoopSettings().forEach((k, v) -> s.put("spark.hadoop." + k, v));
+        String b = "fs.s3a.bucket." + bucket + ".";
+        s.put(b + "endpoint", endpoint());
+        s.put(b + "endpoint.region", "us-east-1");
+        s.put(b + "path.style.access", "true");
+        return s;
+    }
+
+    /** {@link #hadoopSettings()} as Spark settings ({@code spark.hadoop.fs.s3a.*}), as {@code --conf} or system properties pass them. */
+    public Map<String, String> sparkSettings() {
+        return asSpark(hadoopSettings());
+    }
+
+    /** {@code spark.hadoop.} before each key: how Spark hands a Hadoop setting on. */
+    public static Map<String, String> asSpark(Map<String, String> hadoop) {
+        Map<String, String> s = new LinkedHashMap<>();
+        hadoop.forEach((k, v) -> s.put("spark.hadoop." + k, v));
         return s;
     }
 
