@@ -183,9 +183,9 @@ public record QueryDefinition(Map<String, String> settings) {
         Map<String, String> props = tableSettings(spark, lakehouse, first);
         String recorded = props.get(Key.WINDOW.name);
         if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
-            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + human(Duration.parse(recorded))
+            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + Pipeline.human(Duration.parse(recorded))
                     + " KPI windows (" + first + " property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
-                    + human(config.window()) + "; set window back to " + human(Duration.parse(recorded))
+                    + Pipeline.human(config.window()) + "; set window back to " + Pipeline.human(Duration.parse(recorded))
                     + " (the stream's window): reconcile recomputes days with the window the stream wrote");
         }
         of(config).settings().forEach((k, now) -> {
@@ -256,33 +256,12 @@ public record QueryDefinition(Map<String, String> settings) {
 
     private static String show(Key k, String canonical) {
         return switch (k.type) {
-            case DURATION, DURATION_OR_ZERO -> human(Duration.parse(canonical));
+            case DURATION, DURATION_OR_ZERO -> Pipeline.human(Duration.parse(canonical));
             case TEXT -> "'" + canonical + "'";
             default -> canonical;
         };
     }
 
-    /** "5 minutes", "90 seconds", "2 hours", "0 seconds". */
-    public static String human(Duration d) {
-        long ms = d.toMillis();
-        if (ms == 0) {
-            return "0 seconds";
-        }
-        if (ms % 3_600_000 == 0) {
-            return plural(ms / 3_600_000, "hour");
-        }
-        if (ms % 60_000 == 0) {
-            return plural(ms / 60_000, "minute");
-        }
-        if (ms % 1000 == 0) {
-            return plural(ms / 1000, "second");
-        }
-        return ms + " ms";
-    }
-
-    private static String plural(long n, String unit) {
-        return n + " " + unit + (n == 1 ? "" : "s");
-    }
 
     private static List<Recorded> recorded(SparkSession spark, TidemarkConfig config, Lakehouse lakehouse) {
         List<Recorded> out = new ArrayList<>();

@@ -100,9 +100,16 @@ public final class WatermarkLedger {
     /**
      * Records batch {@code batchId} (which must be the next one) with each partition's max valid
      * event time in it (partitions without a valid record absent) and Spark's timestamp of the batch,
-     * and advances.
+     * and advances: {@link #entryFor} then {@link #advancePast}.
      */
     public Entry record(long batchId, Map<Integer, Long> batchMaxEventMsByPartition, long batchTimeMs) {
+        Entry e = entryFor(batchId, batchMaxEventMsByPartition, batchTimeMs);
+        advancePast(e);
+        return e;
+    }
+
+    /** What batch {@code batchId} (which must be the next one) contributes, without advancing: the ledger is unchanged. */
+    public Entry entryFor(long batchId, Map<Integer, Long> batchMaxEventMsByPartition, long batchTimeMs) {
         if (batchId != next.batchId()) {
             throw new IllegalStateException("watermark ledger expects batch " + next.batchId() + ", got " + batchId);
         }
@@ -114,9 +121,15 @@ public final class WatermarkLedger {
         Map<Integer, PartitionClock> partitions = new TreeMap<>(next.partitionsBefore());
         batchMaxEventMsByPartition.forEach((p, ms) -> partitions.merge(p, new PartitionClock(ms, batchTimeMs),
                 (old, now) -> new PartitionClock(Math.max(old.maxEventMs(), now.maxEventMs()), batchTimeMs)));
-        Entry e = new Entry(batchId, next.watermarkMs(), nextWatermark, batchMax, seen, batchTimeMs, partitions);
-        next = new Position(batchId + 1, nextWatermark, seen, partitions);
-        return e;
+        return new Entry(batchId, next.watermarkMs(), nextWatermark, batchMax, seen, batchTimeMs, partitions);
+    }
+
+    /** Moves past {@code e}, the {@link #entryFor} of the next batch: the batch after it is next. */
+    public void advancePast(Entry e) {
+        if (e.batchId() != next.batchId()) {
+            throw new IllegalStateException("watermark ledger expects batch " + next.batchId() + ", got " + e.batchId());
+        }
+        next = new Position(e.batchId() + 1, e.nextWatermarkMs(), e.maxEventSeenMs(), e.partitions());
     }
 
     /** Whether a partition's clock no longer holds the watermark back at a batch starting at {@code batchTimeMs}. */

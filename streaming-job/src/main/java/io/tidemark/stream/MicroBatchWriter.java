@@ -5,7 +5,6 @@ import static org.apache.spark.sql.functions.col;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -22,7 +21,6 @@ import org.slf4j.LoggerFactory;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
@@ -101,137 +99,104 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /**
      * Writes one batch of Kafka records (the columns of Spark's Kafka source) to every table, given
      * what {@code in} says of it. {@link #call} is this inside a streaming query; a test calls it
-     * directly with crafted batches.
+     * directly with crafted batches. The stream's state is read at the edge ({@link #positionFor}),
+     * the batch is classified and summed up in one pass, {@link BatchPlan#decide} says what to write,
+     * and {@link #commit} writes it, stream_progress last.
      */
     public void write(Dataset<Row> kafkaBatch, BatchInput in) throws Exception {
-        long batchId = in.batchId();
-        String queryId = in.queryId();
         long startedMs = System.currentTimeMillis();
         long startedNanos = System.nanoTime();
         SparkSession spark = kafkaBatch.sparkSession();
         for (StreamLease lease : leases) {
             lease.requireHeld();
         }
-        if (kpis == null) {
-            kpis = pipeline.tables().stream()
-                    .map(t -> new OpenWindowKpis(lakehouse, new KpiAggregation(t, pipeline.events().eventTime()), Table.kpi(t.name()))).toList();
-        }
-        WatermarkLedger.Position position = positionFor(spark, batchId, queryId);
-        long watermarkMs = position.watermarkMs();
-        trace(batchId, "position", startedNanos);
-
+        long watermarkMs = positionFor(spark, in.batchId(), in.queryId()).watermarkMs();
+        trace(in.batchId(), "position", startedNanos);
         Dataset<Row> classified = classifier.classify(kafkaBatch, watermarkMs).persist(StorageLevel.MEMORY_AND_DISK());
         try {
             // The one action over the whole batch before the writes: fills the cache and gives the
             // counts, the watermark input and the on-time partial KPIs in one pass.
-            List<Row> summary = classifier.summary(classified, kpis.stream().map(OpenWindowKpis::aggregation).toList(),
-                    Watermark.ofMillis(watermarkMs)).collectAsList();
-            long onTime = 0;
-            long late = 0;
-            long invalid = 0;
-            Map<String, Long> invalidByReason = new java.util.TreeMap<>();
-            Map<Integer, Long> maxEventMsByPartition = new java.util.TreeMap<>();
-            List<List<Row>> partials = new ArrayList<>();
-            kpis.forEach(k -> partials.add(new ArrayList<>()));
-            for (Row r : summary) {
-                String kind = r.getString(r.fieldIndex(WorkingColumns.KIND));
-                if (kind.equals(RecordClassifier.KPI)) {
-                    partials.get(r.getInt(r.fieldIndex(WorkingColumns.KPI_INDEX))).add(r);
-                    continue;
-                }
-                long n = r.getLong(r.fieldIndex(WorkingColumns.RECORDS));
-                if (!r.isNullAt(r.fieldIndex(WorkingColumns.MAX_EVENT_MS))) {
-                    maxEventMsByPartition.merge(r.getInt(r.fieldIndex("kafka_partition")), r.getLong(r.fieldIndex(WorkingColumns.MAX_EVENT_MS)), Math::max);
-                }
-                switch (kind) {
-                    case RecordClassifier.ON_TIME -> onTime += n;
-                    case RecordClassifier.LATE -> late += n;
-                    default -> {
-                        invalid += n;
-                        invalidByReason.merge(r.getString(r.fieldIndex(WorkingColumns.REASON)), n, Long::sum);
-                    }
-                }
-            }
-            long recordsIn = onTime + late + invalid;
-            WatermarkLedger.Entry entry = ledger.record(batchId, maxEventMsByPartition, in.batchTimeMs());
-            warnOnSkew(entry);
-            long classifiedMs = System.currentTimeMillis();
-            trace(batchId, "classify+cache+summary", startedNanos);
-            CrashPoint.AFTER_CLASSIFY.reached(batchId);
-
-            List<Future<Long>> commits = new ArrayList<>();
+            BatchPlan.Summary summary = BatchPlan.Summary.of(classifier.summary(classified, kpis.stream().map(OpenWindowKpis::aggregation).toList(),
+                    Watermark.ofMillis(watermarkMs)).collectAsList(), kpis);
             List<KafkaGaps.Gap> gaps = config.failOnDataLoss() ? List.of() : gaps(in, classified);
-            if (!gaps.isEmpty()) {
-                commits.add(submit(spark, () -> {
-                    append(spark.createDataFrame(KafkaGaps.rows(batchId, gaps), Lakehouse.ownSchema(Table.STREAM_GAPS)), Table.STREAM_GAPS, batchId);
-                    return 0L;
-                }));
-            }
-            if (onTime + late > 0) {
-                commits.add(submit(spark, () -> {
-                    append(classifier.rawEvents(classified, batchId), Table.RAW_EVENTS, batchId);
-                    CrashPoint.AFTER_RAW_EVENTS.reached(batchId);
-                    return 0L;
-                }));
-            }
-            if (late > 0) {
-                commits.add(submit(spark, () -> {
-                    append(classifier.lateEvents(classified, watermarkMs, batchId), Table.LATE_EVENTS, batchId);
-                    return 0L;
-                }));
-            }
-            if (invalid > 0) {
-                commits.add(submit(spark, () -> {
-                    append(RecordClassifier.deadLetters(classified, batchId), Table.DEAD_LETTER, batchId);
-                    return 0L;
-                }));
-            }
-            List<Future<Long>> kpiWrites = new ArrayList<>();
-            for (int i = 0; i < kpis.size(); i++) {
-                OpenWindowKpis table = kpis.get(i);
-                List<Row> rows = partials.get(i);
-                int index = i;
-                if (!rows.isEmpty() || entry.nextWatermarkMs() > entry.watermarkMs()) {
-                    kpiWrites.add(submit(spark, () -> {
-                        long t0 = System.nanoTime();
-                        if (alreadyCommitted.contains(table.table())) {
-                            return 0L;
-                        }
-                        long written = table.write(spark, rows, index, entry);
-                        trace(batchId, table.table().tableName(), t0);
-                        CrashPoint.AFTER_KPI_WRITE.reached(batchId);
-                        return written;
-                    }));
-                }
-            }
-            commits.addAll(kpiWrites);
-            awaitAll(commits);
-            long kpiRows = 0;
-            for (Future<Long> f : kpiWrites) {
-                kpiRows += f.get();
-            }
+            BatchPlan plan = BatchPlan.decide(ledger, alreadyCommitted, kpis, in.batchId(), in.batchTimeMs(), summary, gaps);
+            ledger.advancePast(plan.entry());
+            warnOnSkew(plan.entry());
+            long classifiedMs = System.currentTimeMillis();
+            trace(in.batchId(), "classify+cache+summary", startedNanos);
+            CrashPoint.AFTER_CLASSIFY.reached(in.batchId());
+            commit(spark, plan, classified);
             long writtenMs = System.currentTimeMillis();
-            CrashPoint.BEFORE_PROGRESS.reached(batchId);
-            StreamProgress progress = progress(queryId, entry, recordsIn, onTime, late, invalid, kpiRows, startedMs, classifiedMs, writtenMs,
-                    pipeline.daySpill());
+            CrashPoint.BEFORE_PROGRESS.reached(in.batchId());
+            StreamProgress progress = progress(in.queryId(), plan, startedMs, classifiedMs, writtenMs, pipeline.daySpill());
             Row row = progress.toRow();
-            append(spark.createDataFrame(List.of(row), row.schema()), Table.STREAM_PROGRESS, batchId);
-            CrashPoint.AFTER_PROGRESS.reached(batchId);
-            trace(batchId, "batch-total", startedNanos);
-            if (output != null) {
-                output.committed();
-            }
-            if (metrics != null) {
-                metrics.batchCommitted(progress, invalidByReason, alreadyCommitted);
-            }
-            if (listener != null) {
-                if (!gaps.isEmpty()) {
-                    listener.gapsRecorded(batchId, gaps.stream().map(KafkaGaps.Gap::describe).toList());
-                }
-                listener.batchCommitted(progress);
-            }
+            append(spark.createDataFrame(List.of(row), row.schema()), Table.STREAM_PROGRESS, in.batchId());
+            CrashPoint.AFTER_PROGRESS.reached(in.batchId());
+            trace(in.batchId(), "batch-total", startedNanos);
+            committed(progress, plan);
         } finally {
             classified.unpersist();
+        }
+    }
+
+    /**
+     * Runs a batch's plan but for its stream_progress row: the appends and the KPI tables' replacements,
+     * each one Delta commit, side by side (a commit's fixed cost is large; overlapping them is what makes
+     * a batch fast). Returns when every one has ended, and throws the first failure.
+     */
+    private void commit(SparkSession spark, BatchPlan plan, Dataset<Row> classified) throws Exception {
+        long batchId = plan.entry().batchId();
+        List<Future<Long>> commits = new ArrayList<>();
+        for (Table table : plan.appends()) {
+            commits.add(submit(spark, () -> {
+                append(rowsFor(spark, table, plan, classified), table, batchId);
+                if (table.equals(Table.RAW_EVENTS)) {
+                    CrashPoint.AFTER_RAW_EVENTS.reached(batchId);
+                }
+                return 0L;
+            }));
+        }
+        for (OpenWindowKpis.Replacement r : plan.kpis()) {
+            OpenWindowKpis table = kpis.stream().filter(k -> k.table().equals(r.table())).findFirst().orElseThrow();
+            commits.add(submit(spark, () -> {
+                long t0 = System.nanoTime();
+                table.commit(spark, r);
+                trace(batchId, r.table().tableName(), t0);
+                CrashPoint.AFTER_KPI_WRITE.reached(batchId);
+                return 0L;
+            }));
+        }
+        awaitAll(commits);
+    }
+
+    /** The rows of a batch's append to {@code table}. */
+    private Dataset<Row> rowsFor(SparkSession spark, Table table, BatchPlan plan, Dataset<Row> classified) {
+        long batchId = plan.entry().batchId();
+        if (table.equals(Table.RAW_EVENTS)) {
+            return classifier.rawEvents(classified, batchId);
+        } else if (table.equals(Table.LATE_EVENTS)) {
+            return classifier.lateEvents(classified, plan.entry().watermarkMs(), batchId);
+        } else if (table.equals(Table.DEAD_LETTER)) {
+            return RecordClassifier.deadLetters(classified, batchId);
+        } else if (table.equals(Table.STREAM_GAPS)) {
+            return spark.createDataFrame(KafkaGaps.rows(batchId, plan.gaps()), Lakehouse.ownSchema(Table.STREAM_GAPS));
+        }
+        throw new IllegalArgumentException("a batch appends no rows to " + table.tableName());
+    }
+
+    /** Tells the Kafka output, the metrics endpoint and the listener of a committed batch. */
+    private void committed(StreamProgress progress, BatchPlan plan) {
+        if (output != null) {
+            output.committed();
+        }
+        if (metrics != null) {
+            metrics.batchCommitted(progress, plan.summary().invalidByReason(), alreadyCommitted);
+        }
+        if (listener != null) {
+            if (!plan.gaps().isEmpty()) {
+                listener.gapsRecorded(progress.batchId(), plan.gaps().stream().map(KafkaGaps.Gap::describe).toList());
+            }
+            listener.batchCommitted(progress);
         }
     }
 
@@ -254,7 +219,16 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         return gaps;
     }
 
+    /**
+     * Where the stream stands before batch {@code batchId}, read from the tables after a (re)start or a
+     * failed batch, else as the previous batch left it: the ledger's position, the tables that already hold
+     * the batch, each KPI table's open rows (of the tables still to write).
+     */
     private WatermarkLedger.Position positionFor(SparkSession spark, long batchId, String queryId) {
+        if (kpis == null) {
+            kpis = pipeline.tables().stream()
+                    .map(t -> new OpenWindowKpis(lakehouse, new KpiAggregation(t, pipeline.events().eventTime()), Table.kpi(t.name()))).toList();
+        }
         alreadyCommitted = new java.util.HashSet<>();
         if (ledger == null || ledger.next().batchId() != batchId) {
             requireSameQuery(spark, queryId);
@@ -264,6 +238,11 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 LOG.info("batch {} is a replay: already in {}; writing only the rest", batchId, alreadyCommitted);
             }
             kpis.forEach(OpenWindowKpis::reset);
+        }
+        for (OpenWindowKpis k : kpis) {
+            if (!alreadyCommitted.contains(k.table())) {
+                k.load(spark);
+            }
         }
         return ledger.next();
     }
@@ -346,9 +325,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 ? "with watermark.policy=spark its records are late for lagging and reach the KPI tables only at reconcile; "
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
-                        + "idle for watermark.idle-timeout (" + QueryDefinition.human(config.watermarkIdleTimeout()) + ")";
+                        + "idle for watermark.idle-timeout (" + Pipeline.human(config.watermarkIdleTimeout()) + ")";
         LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {} minutes, more than the lateness ({}): {}", skew.trailing(),
-                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), QueryDefinition.human(config.lateness()),
+                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), Pipeline.human(config.lateness()),
                 effect);
     }
 
@@ -413,12 +392,13 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * The batch's stream_progress row, with the stream's decision on closed days
      * ({@link ClosedDays#COLUMN}) made from the watermark in force for the next batch.
      */
-    private static StreamProgress progress(String queryId, WatermarkLedger.Entry e, long in, long onTime, long late, long invalid, long kpiRows,
-                                           long startedMs, long classifiedMs, long writtenMs, java.time.Duration daySpill) {
+    private static StreamProgress progress(String queryId, BatchPlan plan, long startedMs, long classifiedMs, long writtenMs, java.time.Duration daySpill) {
+        WatermarkLedger.Entry e = plan.entry();
+        BatchPlan.Summary s = plan.summary();
         long finished = System.currentTimeMillis();
         return new StreamProgress(e.batchId(), queryId, Instant.ofEpochMilli(e.watermarkMs()), Instant.ofEpochMilli(e.nextWatermarkMs()),
-                instant(e.maxEventMs()), instant(e.maxEventSeenMs()), in, onTime, late, invalid, kpiRows, Instant.ofEpochMilli(startedMs),
-                Instant.ofEpochMilli(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
+                instant(e.maxEventMs()), instant(e.maxEventSeenMs()), s.recordsIn(), s.onTime(), s.late(), s.invalid(), plan.kpiRows(),
+                Instant.ofEpochMilli(startedMs), Instant.ofEpochMilli(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
                 e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs(),
                 ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs()), daySpill).lastClosed().orElse(null), Instant.ofEpochMilli(e.batchTimeMs()),
                 new java.util.TreeMap<>(e.partitions()));

@@ -10,6 +10,7 @@ import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -24,7 +25,6 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.late.WatermarkLedger;
 
 /**
  * Keeps a KPI table up to date for the windows the watermark has not passed yet: the open windows.
@@ -91,29 +91,63 @@ final class OpenWindowKpis {
         return table;
     }
 
-    /** Forgets the open rows; the next write reloads them from the table (after a restart or a replay). */
+    /** Forgets the open rows; they are read from the table again before the next plan (after a restart or a replay). */
     void reset() {
         open = null;
     }
 
-    /**
-     * Adds the batch's partial rows (the {@link RecordClassifier#summary} rows of this table, table
-     * {@code kpi} of the pipeline) and marks final every window that ends at or before the next
-     * watermark. Returns the number of (window, dimensions) rows the batch contributed to.
-     */
-    long write(SparkSession spark, List<Row> partials, int kpi, WatermarkLedger.Entry entry) {
+    /** Whether the open rows are known: read from the table since the last {@link #reset}. */
+    boolean loaded() {
+        return open != null;
+    }
+
+    /** Reads the open rows from the table, unless they are known (the edge of a batch: its only read of the table). */
+    void load(SparkSession spark) {
         if (open == null) {
-            open = load(spark);
+            open = read(spark);
+        }
+    }
+
+    /** The open rows as known (tests: where a plan starts from). */
+    void assume(Map<Key, Kpi> rows) {
+        open = new TreeMap<>(rows);
+    }
+
+    /** A batch's partial aggregate of one (window, dimensions) row of this table. */
+    record Partial(Key key, Kpi kpi) {
+    }
+
+    /** One summary row of this table ({@link RecordClassifier#summary}, table {@code kpi} of the pipeline), typed. */
+    Partial partial(Row summaryRow, int kpi) {
+        List<String> state = aggregation.state().stream().map(c -> RecordClassifier.partialColumn(kpi, c)).toList();
+        return new Partial(key(summaryRow), kpi(summaryRow, state, RecordClassifier.partialColumn(kpi, "updated_at")));
+    }
+
+    /**
+     * What a batch writes to this table: the rows of every window it touched or that was open, final
+     * where the next watermark has passed the window's end, and the predicate that selects exactly
+     * the rows they replace. {@code contributed} is how many partial rows the batch gave.
+     */
+    record Replacement(Table table, List<Row> finalRows, List<Row> openRows, String predicate, Map<Key, Kpi> stillOpen, long contributed) {
+    }
+
+    /**
+     * Merges the batch's partial rows into the open rows ({@link KpiAggregation#merge}: counts and sums
+     * added, sketches unioned) and marks final every window that ends at or before {@code next}: a pure
+     * function of the open rows (which must be {@link #loaded}) and the batch. Empty when no window is
+     * open or touched.
+     */
+    Optional<Replacement> plan(List<Partial> partials, long batchId, Watermark next) {
+        if (open == null) {
+            throw new IllegalStateException(table.tableName() + ": the open rows must be read before a batch is planned");
         }
         TreeMap<Key, Kpi> touched = new TreeMap<>(open);
-        List<String> state = aggregation.state().stream().map(c -> RecordClassifier.partialColumn(kpi, c)).toList();
-        for (Row r : partials) {
-            touched.merge(key(r), kpi(r, state, RecordClassifier.partialColumn(kpi, "updated_at")), (a, b) -> a.plus(b, aggregation));
+        for (Partial p : partials) {
+            touched.merge(p.key(), p.kpi(), (a, b) -> a.plus(b, aggregation));
         }
         if (touched.isEmpty()) {
-            return 0;
+            return Optional.empty();
         }
-        Watermark next = Watermark.ofMillis(entry.nextWatermarkMs());
         List<Row> finalRows = new ArrayList<>();
         List<Row> openRows = new ArrayList<>();
         TreeMap<Key, Kpi> stillOpen = new TreeMap<>();
@@ -125,20 +159,24 @@ final class OpenWindowKpis {
             List<Object> values = new ArrayList<>(List.of(timestamp(k.windowStartUs()), timestamp(endUs)));
             values.addAll(k.dimensions());
             values.addAll(java.util.Arrays.asList(v.state()));
-            values.addAll(List.of(isFinal, "stream", v.updatedAt(), entry.batchId(), java.sql.Date.valueOf(v.day())));
+            values.addAll(List.of(isFinal, "stream", v.updatedAt(), batchId, java.sql.Date.valueOf(v.day())));
             Row row = RowFactory.create(values.toArray());
             (isFinal ? finalRows : openRows).add(row);
             if (!isFinal) {
                 stillOpen.put(k, v);
             }
         }
+        return Optional.of(new Replacement(table, finalRows, openRows, predicate(touched), stillOpen, partials.size()));
+    }
+
+    /** Writes a {@link #plan} to the table in one {@code replaceWhere} commit; its open rows are then this table's. */
+    void commit(SparkSession spark, Replacement r) {
         // One task per is_final value, so final rows and open rows never share a file.
         StructType schema = aggregation.stateRowSchema();
-        Dataset<Row> rows = aggregation.stored(spark.createDataFrame(finalRows, schema).coalesce(1)
-                .union(spark.createDataFrame(openRows, schema).coalesce(1)));
-        lakehouse.replaceWhere(rows, table, predicate(touched), null);
-        open = stillOpen;
-        return partials.size();
+        Dataset<Row> rows = aggregation.stored(spark.createDataFrame(r.finalRows(), schema).coalesce(1)
+                .union(spark.createDataFrame(r.openRows(), schema).coalesce(1)));
+        lakehouse.replaceWhere(rows, table, r.predicate(), null);
+        open = new TreeMap<>(r.stillOpen());
     }
 
     /** The (window, dimensions) of a stored row or a partial row. */
@@ -159,7 +197,7 @@ final class OpenWindowKpis {
         return new Kpi(r.getDate(r.fieldIndex("event_date")).toLocalDate(), values, r.getTimestamp(r.fieldIndex(updatedAt)));
     }
 
-    private TreeMap<Key, Kpi> load(SparkSession spark) {
+    private TreeMap<Key, Kpi> read(SparkSession spark) {
         List<String> columns = new ArrayList<>(List.of("event_date", "window_start"));
         columns.addAll(aggregation.dimensions());
         columns.addAll(aggregation.state());

@@ -100,9 +100,9 @@ public final class StreamingJob {
         // cost CPU on each append and serve no query (bench/RESULTS.md).
         spark.conf().set("parquet.enable.dictionary#payload", "false");
         spark.conf().set("parquet.column.statistics.enabled#payload", "false");
-        // Unique per record as well: a dictionary is attempted, then abandoned, on every file.
+        // Nearly unique per record as well (the offset, the event time): a dictionary is attempted, then abandoned, on every file.
         spark.conf().set("parquet.enable.dictionary#kafka_offset", "false");
-        spark.conf().set("parquet.enable.dictionary#event_ts", "false");
+        spark.conf().set("parquet.enable.dictionary#" + lakehouse.pipeline().events().eventTime(), "false");
         // A KPI row's sketch (HLL, KLL) is bytes of its own: no dictionary to build, no min/max to compare; nobody filters on them.
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
             t.measures().stream().filter(io.tidemark.lakehouse.pipeline.Measure::sketched).forEach(m -> {

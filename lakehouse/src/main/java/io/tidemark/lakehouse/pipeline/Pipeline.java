@@ -313,19 +313,25 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
     }
 
-    /** "1 minute", "5 minutes", "1 hour", "90 seconds": a duration as a person writes it. */
-    static String human(Duration d) {
-        long s = d.toSeconds();
-        if (s % 86_400 == 0) {
-            return plural(s / 86_400, "day");
+    /**
+     * "1 minute", "5 minutes", "1 day", "90 seconds", "0 seconds": a duration as a person writes it in a
+     * pipeline file or a setting (both read it back). The one such formatter: refusals and warnings use it too.
+     */
+    public static String human(Duration d) {
+        long ms = d.toMillis();
+        if (ms == 0) {
+            return "0 seconds";
         }
-        if (s % 3600 == 0) {
-            return plural(s / 3600, "hour");
+        if (ms % 86_400_000 == 0) {
+            return plural(ms / 86_400_000, "day");
         }
-        if (s % 60 == 0) {
-            return plural(s / 60, "minute");
+        if (ms % 3_600_000 == 0) {
+            return plural(ms / 3_600_000, "hour");
         }
-        return d.toMillis() % 1000 == 0 ? plural(s, "second") : plural(d.toMillis(), "millisecond");
+        if (ms % 60_000 == 0) {
+            return plural(ms / 60_000, "minute");
+        }
+        return ms % 1000 == 0 ? plural(ms / 1000, "second") : plural(ms, "millisecond");
     }
 
     private static String plural(long n, String unit) {
