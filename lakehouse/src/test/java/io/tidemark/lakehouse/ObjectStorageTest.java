@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
+import io.tidemark.testing.LocalSpark;
 
 /** The log store and checkpoint manager a lakehouse on S3 runs with, and the configurations refused. */
 class ObjectStorageTest {
@@ -29,9 +30,7 @@ class ObjectStorageTest {
 
     @Test
     void aStreamOnAnS3CheckpointRunsWithSparksObjectStoreCheckpointManager() {
-        org.apache.spark.sql.SparkSession spark = org.apache.spark.sql.SparkSession.builder().master("local[1]").appName("cp")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                .getOrCreate();
+        org.apache.spark.sql.SparkSession spark = LocalSpark.builder("cp").getOrCreate();
         try {
             String key = "spark.sql.streaming.checkpointFileManagerClass";
             ObjectStorage.applyCheckpointManager(spark.conf(), "s3a://lake/cp");

@@ -21,6 +21,7 @@ import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The late rule on hand-made records: late when {@code window_end <= watermark}, to the millisecond,
@@ -40,12 +41,7 @@ class LateRecordRouterTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("late-record-router-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.session.timeZone", "UTC")
-                // TIMESTAMP and DATE come back as Instant and LocalDate: no JVM time zone in the way.
-                .config("spark.sql.datetime.java8API.enabled", "true").getOrCreate();
+        spark = LocalSpark.start("late-record-router-test");
     }
 
     @AfterAll

@@ -18,6 +18,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.pipeline.DriftRule;
 import io.tidemark.lakehouse.pipeline.Measure;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The drift of kpi_5m's rows from the truth, measure by measure, on crafted rows worked out by
@@ -30,10 +31,7 @@ class KpiDriftTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("kpi-drift-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.session.timeZone", "UTC").getOrCreate();
+        spark = LocalSpark.builder("kpi-drift-test").getOrCreate();
     }
 
     @AfterAll

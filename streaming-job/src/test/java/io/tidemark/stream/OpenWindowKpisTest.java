@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The driver-side merge of open windows must leave in kpi_5m exactly what Spark's own functions
@@ -27,9 +28,7 @@ class OpenWindowKpisTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("open-window-kpis-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate();
+        spark = LocalSpark.builder("open-window-kpis-test").getOrCreate();
     }
 
     @AfterAll

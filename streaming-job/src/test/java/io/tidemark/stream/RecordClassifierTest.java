@@ -26,6 +26,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * A hand-made micro-batch of Kafka records through the classifier: two on time, one late, two

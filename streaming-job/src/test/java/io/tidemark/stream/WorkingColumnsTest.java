@@ -40,6 +40,7 @@ import io.tidemark.lakehouse.pipeline.TruthKpis;
 import io.tidemark.lakehouse.pipeline.WorkingColumns;
 
 import scala.jdk.javaapi.CollectionConverters;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * No column of Tidemark's can meet a producer's field. The names are derived from the code: every

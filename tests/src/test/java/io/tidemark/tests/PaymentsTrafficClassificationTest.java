@@ -37,6 +37,7 @@ import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.lakehouse.pipeline.PipelineParser;
 import io.tidemark.stream.RecordClassifier;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The generator's payments profile against the stream's classification with the shipped payments
@@ -66,10 +67,7 @@ class PaymentsTrafficClassificationTest {
     static void start() {
         ownSession = SparkSession.getDefaultSession().isEmpty();
         spark = ownSession
-                ? SparkSession.builder().master("local[1]").appName("payments-traffic-classification-test")
-                        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                        .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                        .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+                ? LocalSpark.builder("payments-traffic-classification-test").getOrCreate()
                 : SparkSession.getDefaultSession().get();
     }
 

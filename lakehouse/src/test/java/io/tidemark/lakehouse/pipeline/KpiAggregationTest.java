@@ -20,6 +20,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.Watermark;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The stream's aggregation of payments.sql's hopping table (1 hour every 15 minutes, per country,
@@ -38,10 +39,7 @@ class KpiAggregationTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("kpi-aggregation-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.session.timeZone", "UTC").getOrCreate();
+        spark = LocalSpark.builder("kpi-aggregation-test").getOrCreate();
         StructType schema = new StructType();
         for (Pipeline.Column c : PAYMENTS.events().columns()) {
             schema = schema.add(c.name(), c.type(), !c.notNull());

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The views generated from a pipeline's KPI tables: network's are the hand-written views they
@@ -47,10 +48,7 @@ class KpiViewsTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("kpi-views-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.session.timeZone", "UTC").getOrCreate();
+        spark = LocalSpark.builder("kpi-views-test").getOrCreate();
     }
 
     @AfterAll

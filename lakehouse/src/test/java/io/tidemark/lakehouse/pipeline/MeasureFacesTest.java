@@ -15,6 +15,7 @@ import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The four faces of every measure of pipelines/payments.sql run by Spark on crafted payments: two
@@ -30,10 +31,7 @@ class MeasureFacesTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("measure-faces-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.session.timeZone", "UTC").getOrCreate();
+        spark = LocalSpark.builder("measure-faces-test").getOrCreate();
         StructType schema = new StructType();
         for (Pipeline.Column c : PAYMENTS.events().columns()) {
             schema = schema.add(c.name(), c.type(), !c.notNull());

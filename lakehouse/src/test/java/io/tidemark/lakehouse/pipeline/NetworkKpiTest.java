@@ -26,6 +26,7 @@ import org.junit.jupiter.api.Test;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.Watermark;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The network KPI as both layers compute it from its definition (kpi_5m of pipelines/network.sql,
@@ -61,12 +62,7 @@ class NetworkKpiTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[1]").appName("kpi-computation-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.session.timeZone", "UTC")
-                // TIMESTAMP and DATE come back as Instant and LocalDate: no JVM time zone in the way.
-                .config("spark.sql.datetime.java8API.enabled", "true").getOrCreate();
+        spark = LocalSpark.start("kpi-computation-test");
     }
 
     @AfterAll

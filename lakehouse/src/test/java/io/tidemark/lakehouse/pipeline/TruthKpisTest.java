@@ -10,6 +10,7 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import io.tidemark.testing.LocalSpark;
 
 /**
  * The one-pass truth against the same KPI written as plain SQL: exact count, volume and distinct
@@ -21,12 +22,8 @@ class TruthKpisTest {
 
     @BeforeAll
     static void start() {
-        spark = SparkSession.builder().master("local[2]").appName("truth-kpis-test")
-                .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.sql.shuffle.partitions", "3")
-                .config("spark.sql.session.timeZone", "UTC")
-                // as every Tidemark session (SparkSessions): the truth's aggregate runs sorted
-                .config("spark.sql.execution.replaceHashWithSortAgg", "true").getOrCreate();
+        // two cores and three shuffle partitions, and as every Tidemark session (SparkSessions): the truth's aggregate runs sorted
+        spark = LocalSpark.builder("truth-kpis-test").master("local[2]").config("spark.sql.shuffle.partitions", "3").config("spark.sql.execution.replaceHashWithSortAgg", "true").getOrCreate();
     }
 
     @AfterAll
