@@ -52,8 +52,10 @@ import io.tidemark.lakehouse.RequestRefusedException;
  *
  * <p>Days are processed one after the other. Per day: the raw log is read at a pinned version, the
  * truth ({@link TruthKpis#of}) is compared with the current KPI rows, the report rows are appended,
- * then the day is replaced with {@code replaceWhere event_date = D}: a run killed at any point
- * leaves each day wholly old or wholly new, and a re-run over the same raw log writes the same rows.
+ * then the day is replaced in each KPI table, one table after the other, with {@code replaceWhere event_date = D}:
+ * a run killed at any point leaves each day of each table wholly old or wholly new (not of every table: a kill
+ * between two tables leaves the day replaced in the first only; docs/guarantees.md says how a reader and the
+ * next run see it), and a re-run over the same raw log writes the same rows.
  * The stream may run meanwhile: it never writes a closed day, and a commit that still loses a race
  * is rebuilt and re-run ({@link CommitRetry}).
  *
