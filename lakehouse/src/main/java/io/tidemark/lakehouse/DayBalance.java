@@ -37,17 +37,46 @@ import io.tidemark.lakehouse.Lakehouse.Table;
  * @param lateRecords of which flagged late
  * @param kpiRecords  what the first KPI table counts for the day (its record count measure summed)
  * @param kpiRows     (window, dimensions) rows of the day in the first KPI table
- * @param unbalanced  the KPI tables whose count for the day differs from the raw log's
+ * <p>A day is also dirty in a KPI table that still holds the stream's rows of it while another table holds
+ * reconciled rows of it: reconcile replaces a day one table after the other, and a run killed (or failed)
+ * between two tables leaves it so, even where the unreplaced table's counts agree with the raw log.
+ *
+ * @param unbalanced  the KPI tables whose count for the day differs from the raw log's, or that still hold the
+ *                    stream's rows of a day another table holds reconciled rows of
+ * @param reconciled  the KPI tables holding reconciled rows ({@code source = 'batch'}) of the day
  */
-public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows, java.util.Set<String> unbalanced) {
+public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows, java.util.Set<String> unbalanced,
+                         java.util.Set<String> reconciled) {
 
     public DayBalance {
         unbalanced = java.util.Collections.unmodifiableSet(new java.util.TreeSet<>(unbalanced));
+        reconciled = java.util.Collections.unmodifiableSet(new java.util.TreeSet<>(reconciled));
     }
 
     /** The balance of a pipeline with one KPI table that counts every raw record once (the shipped network pipeline's). */
     public DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows) {
-        this(day, rawRecords, lateRecords, kpiRecords, kpiRows, rawRecords == kpiRecords ? java.util.Set.of() : java.util.Set.of("kpi"));
+        this(day, rawRecords, lateRecords, kpiRecords, kpiRows, rawRecords == kpiRecords ? java.util.Set.of() : java.util.Set.of("kpi"),
+                java.util.Set.of());
+    }
+
+    /** One KPI table's day: the records it counts and should count, and its rows by source. */
+    public record TableDay(String table, long counted, long expected, long reconciledRows, long streamRows) {
+    }
+
+    /**
+     * The KPI tables a day must be reconciled in (the rule above, in one place): those whose count differs
+     * from what the raw log says they should count, and, when any table holds reconciled rows of the day,
+     * those still holding the stream's rows of it.
+     */
+    public static java.util.Set<String> unbalanced(List<TableDay> tables) {
+        boolean reconciledSomewhere = tables.stream().anyMatch(t -> t.reconciledRows() > 0);
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        for (TableDay t : tables) {
+            if (t.counted() != t.expected() || (reconciledSomewhere && t.streamRows() > 0)) {
+                out.add(t.table());
+            }
+        }
+        return out;
     }
 
     public boolean isDirty() {
@@ -74,8 +103,9 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
             String records = t.recordCount().map(io.tidemark.lakehouse.pipeline.Measure::name).orElseThrow();
             lakehouse.read(spark, Table.kpi(t.name())).filter(inRange)
                     .groupBy(col("event_date"))
-                    .agg(coalesce(sum(col(records)), lit(0L)).as("kpi_records"), count(lit(1)).as("kpi_rows"))
-                    .collectAsList().forEach(r -> c.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
+                    .agg(coalesce(sum(col(records)), lit(0L)).as("kpi_records"), count(lit(1)).as("kpi_rows"),
+                            sum(when(col("source").equalTo("batch"), 1L).otherwise(0L)).as("reconciled_rows"))
+                    .collectAsList().forEach(r -> c.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2), r.getLong(3)}));
             counted.add(c);
             days.addAll(c.keySet());
             expected.add(expected(spark, lakehouse, pipeline, t, raw, from, to));
@@ -84,14 +114,18 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         NavigableMap<LocalDate, DayBalance> out = new TreeMap<>();
         for (LocalDate d : days) {
             long[] r = raw.getOrDefault(d, new long[2]);
-            java.util.Set<String> unbalanced = new java.util.TreeSet<>();
+            List<TableDay> tables = new java.util.ArrayList<>();
+            java.util.Set<String> reconciled = new java.util.TreeSet<>();
             for (int i = 0; i < counted.size(); i++) {
-                if (counted.get(i).getOrDefault(d, new long[2])[0] != expected.get(i).getOrDefault(d, 0L)) {
-                    unbalanced.add(pipeline.tables().get(i).name());
+                long[] c = counted.get(i).getOrDefault(d, new long[3]);
+                String name = pipeline.tables().get(i).name();
+                tables.add(new TableDay(name, c[0], expected.get(i).getOrDefault(d, 0L), c[2], c[1] - c[2]));
+                if (c[2] > 0) {
+                    reconciled.add(name);
                 }
             }
-            long[] first = counted.isEmpty() ? new long[2] : counted.get(0).getOrDefault(d, new long[2]);
-            out.put(d, new DayBalance(d, r[0], r[1], first[0], first[1], unbalanced));
+            long[] first = counted.isEmpty() ? new long[3] : counted.get(0).getOrDefault(d, new long[3]);
+            out.put(d, new DayBalance(d, r[0], r[1], first[0], first[1], unbalanced(tables), reconciled));
         }
         return Collections.unmodifiableNavigableMap(out);
     }

@@ -277,7 +277,12 @@ final class StatusCommand extends TidemarkCommand {
             StringJoiner j = new StringJoiner(", ");
             for (LocalDate d : dirty.subList(Math.max(0, dirty.size() - 8), dirty.size())) {
                 DayBalance c = f.days().get(d);
-                j.add(d + " (raw " + Formats.count(c.rawRecords()) + " vs kpi " + Formats.count(c.kpiRecords()) + ")");
+                java.util.Set<String> notYet = new java.util.TreeSet<>(c.unbalanced());
+                notYet.removeAll(c.reconciled());
+                // a reconcile that stopped between two KPI tables, or the raw log against the KPIs
+                j.add(d + (!c.reconciled().isEmpty() && !notYet.isEmpty()
+                        ? " (reconciled in " + String.join(", ", c.reconciled()) + ", not yet in " + String.join(", ", notYet) + ")"
+                        : " (raw " + Formats.count(c.rawRecords()) + " vs kpi " + Formats.count(c.kpiRecords()) + ")"));
             }
             say("dirty days  %d: %s%s; reconcile them to fold the late records in", dirty.size(), dirty.size() > 8 ? "... " : "", j);
         }

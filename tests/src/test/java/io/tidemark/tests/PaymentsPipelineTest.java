@@ -227,5 +227,19 @@ class PaymentsPipelineTest {
         // the report's summary rows: one per (table, measure) of the day
         assertThat(rows("SELECT kpi, count(*) FROM " + lakehouse.ref(Table.RECONCILE_REPORT) + " WHERE row_kind = 'summary' GROUP BY kpi ORDER BY kpi"))
                 .containsExactly("[country_1h,4]", "[merchant_1m,6]");
+
+        // A reconcile that stopped after merchant_1m, where country_1h's stream rows already held the truth: the day's rows of
+        // country_1h marked as the stream's again (its counts agree). The day is dirty in country_1h alone, and a --dirty run
+        // finishes it.
+        spark.sql("UPDATE " + lakehouse.ref(Table.kpi("country_1h")) + " SET source = 'stream' WHERE event_date = DATE'" + D28 + "'");
+        assertThat(job.dirtyDays()).containsExactly(D28);
+        assertThat(io.tidemark.lakehouse.DayBalance.load(spark, lakehouse, D28, D28).get(D28).unbalanced()).containsExactly("country_1h");
+        assertThat(job.run(DaySelection.dirty(), false).days()).extracting(DayOutcome::day, DayOutcome::status)
+                .containsExactly(org.assertj.core.api.Assertions.tuple(D28, DayOutcome.Status.RECONCILED));
+        assertThat(job.dirtyDays()).isEmpty();
+        for (String table : SPARK_KPIS.keySet()) {
+            assertThat(rows("SELECT DISTINCT source FROM " + lakehouse.ref(Table.kpi(table)) + " WHERE event_date = DATE'" + D28 + "'"))
+                    .as(table).containsExactly("[batch]");
+        }
     }
 }
