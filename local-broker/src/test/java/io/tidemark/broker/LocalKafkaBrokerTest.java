@@ -22,12 +22,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -38,7 +36,6 @@ import org.junit.jupiter.api.io.TempDir;
 // Starts broker JVMs: not a ./run-tests --fast test (it excludes the tag "slow").
 @Tag("slow")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LocalKafkaBrokerTest {
 
   private static final String TOPIC = "events";
@@ -61,9 +58,19 @@ class LocalKafkaBrokerTest {
     LocalKafkaBroker.stopRunning(dataDir); // belt and braces: never leak a broker JVM
   }
 
-  @Test
-  @Order(1)
-  void producesAndConsumesOnATwoPartitionTopic() throws Exception {
+  /** The broker's life, step after step: each step starts from the broker as the one before left it. */
+  @TestFactory
+  java.util.stream.Stream<DynamicTest> brokerLifecycle() {
+    return java.util.stream.Stream.of(
+        DynamicTest.dynamicTest("producesAndConsumesOnATwoPartitionTopic", this::producesAndConsumesOnATwoPartitionTopic),
+        DynamicTest.dynamicTest("statusReportsRunning", this::statusReportsRunning),
+        DynamicTest.dynamicTest("secondStartOnSameDataDirIsRejected", this::secondStartOnSameDataDirIsRejected),
+        DynamicTest.dynamicTest("stopThenRestartKeepsPortsTopicAndRecords", this::stopThenRestartKeepsPortsTopicAndRecords),
+        DynamicTest.dynamicTest("killThenRestartRecovers", this::killThenRestartRecovers),
+        DynamicTest.dynamicTest("stopRunningStopsABrokerFromItsDataDir", this::stopRunningStopsABrokerFromItsDataDir));
+  }
+
+  private void producesAndConsumesOnATwoPartitionTopic() throws Exception {
     assertThat(broker.createTopic(TOPIC, 2)).isTrue();
     assertThat(broker.createTopic(TOPIC, 2)).as("idempotent").isFalse();
 
@@ -72,9 +79,7 @@ class LocalKafkaBrokerTest {
     assertThat(consumeAll(3)).containsExactlyInAnyOrderEntriesOf(Map.of("k1", "v1", "k2", "v2", "k3", "v3"));
   }
 
-  @Test
-  @Order(2)
-  void statusReportsRunning() throws Exception {
+  private void statusReportsRunning() throws Exception {
     BrokerStatus status = LocalKafkaBroker.status(dataDir);
     assertThat(status.running()).isTrue();
     assertThat(status.pid()).isEqualTo(broker.pid());
@@ -82,9 +87,7 @@ class LocalKafkaBrokerTest {
     assertThat(Files.readString(dataDir.resolve(LocalKafkaBroker.PID_FILE)).trim()).isEqualTo(Long.toString(broker.pid()));
   }
 
-  @Test
-  @Order(3)
-  void secondStartOnSameDataDirIsRejected() {
+  private void secondStartOnSameDataDirIsRejected() {
     assertThatThrownBy(() -> LocalKafkaBroker.start(BrokerSettings.of(dataDir)))
         .isInstanceOf(BrokerException.class)
         .hasMessageContaining("already running")
@@ -93,9 +96,7 @@ class LocalKafkaBrokerTest {
     assertThat(broker.isAlive()).isTrue();
   }
 
-  @Test
-  @Order(4)
-  void stopThenRestartKeepsPortsTopicAndRecords() throws Exception {
+  private void stopThenRestartKeepsPortsTopicAndRecords() throws Exception {
     long pid = broker.pid();
     broker.stop();
     assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).isFalse();
@@ -110,9 +111,7 @@ class LocalKafkaBrokerTest {
     assertThat(consumeAll(3)).containsExactlyInAnyOrderEntriesOf(Map.of("k1", "v1", "k2", "v2", "k3", "v3"));
   }
 
-  @Test
-  @Order(5)
-  void killThenRestartRecovers() throws Exception {
+  private void killThenRestartRecovers() throws Exception {
     long pid = broker.pid();
     broker.kill();
     assertThat(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)).isFalse();
@@ -128,9 +127,7 @@ class LocalKafkaBrokerTest {
     assertThat(broker.deleteTopic(TOPIC)).isFalse();
   }
 
-  @Test
-  @Order(6)
-  void stopRunningStopsABrokerFromItsDataDir() {
+  private void stopRunningStopsABrokerFromItsDataDir() {
     assertThat(LocalKafkaBroker.stopRunning(dataDir)).isTrue();
     assertThat(broker.isAlive()).isFalse();
     assertThat(LocalKafkaBroker.status(dataDir).running()).isFalse();

@@ -16,11 +16,9 @@ import java.util.TreeMap;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -50,7 +48,6 @@ import io.tidemark.reconcile.ReconcileResult;
  * The late split itself is recomputed from each batch's watermark.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class PaymentsPipelineTest {
     static SharedInfrastructure infra;
 
@@ -155,9 +152,17 @@ class PaymentsPipelineTest {
         return rows("SELECT " + columns + ", event_date FROM " + lakehouse.ref(Table.kpi(table)) + " " + where + " ORDER BY ALL");
     }
 
-    @Test
-    @Order(1)
-    void everyMessageIsInRawEventsOrDeadLetterOnceWithItsReason() {
+    /** The steps over the streamed payments, in order: the last reconciles the closed day, so it comes after the steps that read the stream's rows. */
+    @TestFactory
+    java.util.stream.Stream<DynamicTest> paymentsStory() {
+        return java.util.stream.Stream.of(
+                DynamicTest.dynamicTest("everyMessageIsInRawEventsOrDeadLetterOnceWithItsReason", this::everyMessageIsInRawEventsOrDeadLetterOnceWithItsReason),
+                DynamicTest.dynamicTest("theLateSplitIsPerTableAndWindowAtEachBatchsWatermark", this::theLateSplitIsPerTableAndWindowAtEachBatchsWatermark),
+                DynamicTest.dynamicTest("theStreamsRowsAreSparksOverTheContributionsTheLateRuleLetIn", this::theStreamsRowsAreSparksOverTheContributionsTheLateRuleLetIn),
+                DynamicTest.dynamicTest("reconcileGivesEveryTableTheExactRowsOfItsClosedDays", this::reconcileGivesEveryTableTheExactRowsOfItsClosedDays));
+    }
+
+    private void everyMessageIsInRawEventsOrDeadLetterOnceWithItsReason() {
         assertThat(generated.get("valid") + generated.get("invalid")).isEqualTo(COUNT);
         assertThat(rows("SELECT count(*), count(DISTINCT kafka_offset) FROM {raw}"))
                 .containsExactly("[" + generated.get("valid") + "," + generated.get("valid") + "]");
@@ -166,9 +171,7 @@ class PaymentsPipelineTest {
         assertThat(reasons).isEqualTo(expectedReasons);
     }
 
-    @Test
-    @Order(2)
-    void theLateSplitIsPerTableAndWindowAtEachBatchsWatermark() {
+    private void theLateSplitIsPerTableAndWindowAtEachBatchsWatermark() {
         long lateRows = 0;
         for (String table : SPARK_KPIS.keySet()) {
             List<String> expected = rows("SELECT kafka_offset, w.start, w.end FROM " + contributions(table) + " WHERE late_here ORDER BY ALL");
@@ -182,9 +185,7 @@ class PaymentsPipelineTest {
                 .containsExactlyElementsOf(rows("SELECT DISTINCT kafka_offset FROM {late} ORDER BY 1"));
     }
 
-    @Test
-    @Order(3)
-    void theStreamsRowsAreSparksOverTheContributionsTheLateRuleLetIn() {
+    private void theStreamsRowsAreSparksOverTheContributionsTheLateRuleLetIn() {
         for (String table : SPARK_KPIS.keySet()) {
             List<String> expected = sparkKpis(table, contributions(table) + " WHERE NOT late_here", "");
             assertThat(expected).hasSizeGreaterThan(100);
@@ -193,9 +194,7 @@ class PaymentsPipelineTest {
         assertThat(rows("SELECT DISTINCT source FROM " + lakehouse.ref(Table.kpi("merchant_1m")))).containsExactly("[stream]");
     }
 
-    @Test
-    @Order(4)
-    void reconcileGivesEveryTableTheExactRowsOfItsClosedDays() {
+    private void reconcileGivesEveryTableTheExactRowsOfItsClosedDays() {
         ClosedDays closed = ClosedDays.load(spark, lakehouse);
         // The newest event is at about 01:13; the hopping table's last windows of the 28th end at 00:45 on the 29th.
         assertThat(closed.lastClosed()).contains(D28);

@@ -20,11 +20,9 @@ import java.util.TreeMap;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.MethodOrderer;
-import org.junit.jupiter.api.Order;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -51,7 +49,6 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * stream's next watermark is 11-29 00:50, so 11-26, 11-27 and 11-28 are closed and 11-29 is open.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ReconcileJobTest {
     static SharedInfrastructure infra;
 
@@ -163,9 +160,19 @@ class ReconcileJobTest {
         return rows("DESCRIBE HISTORY " + lakehouse.ref(t) + " LIMIT 1").get(0).getLong(0);
     }
 
-    @Test
-    @Order(1)
-    void openDaysAndBadRangesAreRefused() {
+    /** The story of one lakehouse, step after step: each step starts from where the one before left the tables. */
+    @TestFactory
+    java.util.stream.Stream<DynamicTest> reconcileStory() {
+        return java.util.stream.Stream.of(
+                DynamicTest.dynamicTest("openDaysAndBadRangesAreRefused", this::openDaysAndBadRangesAreRefused),
+                DynamicTest.dynamicTest("dirtyDaysAreTheClosedDaysWithLateRecordsAndADryRunWritesNothing", this::dirtyDaysAreTheClosedDaysWithLateRecordsAndADryRunWritesNothing),
+                DynamicTest.dynamicTest("reconcileReplacesClosedDaysWithTheExactTruthAndReportsTheDriftMeasuredBefore", this::reconcileReplacesClosedDaysWithTheExactTruthAndReportsTheDriftMeasuredBefore),
+                DynamicTest.dynamicTest("analystViewsGiveExactNumbers", this::analystViewsGiveExactNumbers),
+                DynamicTest.dynamicTest("reconcilingAgainGivesTheSameTableContent", this::reconcilingAgainGivesTheSameTableContent),
+                DynamicTest.dynamicTest("aLateRecordForAReconciledDayMakesItDirtyAndOnlyIt", this::aLateRecordForAReconciledDayMakesItDirtyAndOnlyIt));
+    }
+
+    private void openDaysAndBadRangesAreRefused() {
         long kpiVersion = version(Table.kpi("kpi_5m"));
         assertThatThrownBy(() -> job.run(DaySelection.range(D28, D29), false))
                 .isInstanceOf(RequestRefusedException.class)
@@ -182,9 +189,7 @@ class ReconcileJobTest {
         assertThat(rows("SELECT count(*) FROM {report}").get(0).getLong(0)).isZero();
     }
 
-    @Test
-    @Order(2)
-    void dirtyDaysAreTheClosedDaysWithLateRecordsAndADryRunWritesNothing() {
+    private void dirtyDaysAreTheClosedDaysWithLateRecordsAndADryRunWritesNothing() {
         assertThat(job.closedDays().lastClosed()).contains(D28);
         assertThat(job.dirtyDays()).containsExactly(D27, D28);
         long kpiVersion = version(Table.kpi("kpi_5m"));
@@ -203,9 +208,7 @@ class ReconcileJobTest {
         assertThat(printed.toString(StandardCharsets.UTF_8)).contains("reconcile 2026-11-25 [1/3]: no data");
     }
 
-    @Test
-    @Order(3)
-    void reconcileReplacesClosedDaysWithTheExactTruthAndReportsTheDriftMeasuredBefore() {
+    private void reconcileReplacesClosedDaysWithTheExactTruthAndReportsTheDriftMeasuredBefore() {
         // Measured before, from the tables alone: raw log against the stream's KPI rows.
         for (Row r : rows("""
                 WITH raw AS (SELECT event_date, count(*) AS n, sum(CAST(volume_gb AS DECIMAL(38,9))) AS gb,
@@ -319,9 +322,7 @@ class ReconcileJobTest {
                 FROM diff WHERE sn <> bn AND d < DATE'2026-11-29' ORDER BY r""").stream().map(r -> r.getString(0)).toList();
     }
 
-    @Test
-    @Order(4)
-    void analystViewsGiveExactNumbers() {
+    private void analystViewsGiveExactNumbers() {
         lakehouse.createAndRegister(spark);
         assertThat(rows("SELECT count(*), count_if(source = 'batch') FROM kpi_final"))
                 .extracting(r -> tuple(r.getLong(0), r.getLong(1))).containsExactly(tuple(18L, 11L));
@@ -373,9 +374,7 @@ class ReconcileJobTest {
                         tuple("2026-11-28", 2L, 2L, "1.500000000", 2L));
     }
 
-    @Test
-    @Order(5)
-    void reconcilingAgainGivesTheSameTableContent() {
+    private void reconcilingAgainGivesTheSameTableContent() {
         ReconcileResult again = job.run(DaySelection.range(D27, D28), false);
 
         assertThat(kpiSnapshot("DATE'2026-11-26', DATE'2026-11-27', DATE'2026-11-28', DATE'2026-11-29'")).isEqualTo(afterFirstReconcile);
@@ -388,9 +387,7 @@ class ReconcileJobTest {
                 .hasSize(6).containsOnly(tuple(again.runId(), 0L));
     }
 
-    @Test
-    @Order(6)
-    void aLateRecordForAReconciledDayMakesItDirtyAndOnlyIt() throws Exception {
+    private void aLateRecordForAReconciledDayMakesItDirtyAndOnlyIt() throws Exception {
         send(List.of(event("s9", "c1", "2026-11-27T15:00:00Z", 0.05),      // B4, watermark 11-29 00:50: late, for 11-27
                 event("s1", "c1", "2026-11-29T02:00:00Z", 0.5)));
         stream();
