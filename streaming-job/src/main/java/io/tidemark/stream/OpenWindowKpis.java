@@ -35,8 +35,10 @@ import io.tidemark.lakehouse.pipeline.KpiAggregation;
  * replaces exactly those windows in the table with one {@code replaceWhere} overwrite of rows built on
  * the driver. Rows are written split by {@code is_final}, so a file holds either final rows, never
  * touched again by the stream, or exactly the open windows, which the next batch's predicate covers
- * whole: Delta removes that file without rewriting anything, and the per-batch cost stays flat however
- * long the day gets.
+ * whole: Delta's delete path still reads that one file (a job to find the files the predicate touches,
+ * then one to write back their rows it does not match: none), but carries no row over, and the per-batch
+ * cost stays flat however long the day gets. (Spark's event log of a batch: five jobs for this commit,
+ * the post-commit snapshot's state included; bench/RESULTS.md has what a commit costs.)
  *
  * <p>Only the stream writes open windows (reconcile touches closed days only), so the rows held here
  * are the table's. After a restart or a replay they are read back from the table once. Every row the
