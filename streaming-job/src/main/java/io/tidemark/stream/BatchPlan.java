@@ -54,7 +54,7 @@ record BatchPlan(WatermarkLedger.Entry entry, Summary summary, List<Table> appen
                 String kind = r.getString(r.fieldIndex(WorkingColumns.KIND));
                 if (kind.equals(RecordClassifier.KPI)) {
                     int kpi = r.getInt(r.fieldIndex(WorkingColumns.KPI_INDEX));
-                    partials.get(kpi).add(kpis.get(kpi).partial(r, kpi));
+                    partials.get(kpi).add(kpis.get(kpi).partial(r));
                     continue;
                 }
                 long n = r.getLong(r.fieldIndex(WorkingColumns.RECORDS));

@@ -226,8 +226,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      */
     private WatermarkLedger.Position positionFor(SparkSession spark, long batchId, String queryId) {
         if (kpis == null) {
-            kpis = pipeline.tables().stream()
-                    .map(t -> new OpenWindowKpis(lakehouse, new KpiAggregation(t, pipeline.events().eventTime()), Table.kpi(t.name()))).toList();
+            kpis = java.util.stream.IntStream.range(0, pipeline.tables().size()).mapToObj(i -> new OpenWindowKpis(lakehouse,
+                    new KpiAggregation(pipeline.tables().get(i), pipeline.events().eventTime()), i)).toList();
         }
         alreadyCommitted = new java.util.HashSet<>();
         if (ledger == null || ledger.next().batchId() != batchId) {

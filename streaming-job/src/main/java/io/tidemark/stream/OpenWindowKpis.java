@@ -52,6 +52,9 @@ final class OpenWindowKpis {
     private final KpiAggregation aggregation;
     private final Table table;
     private final long windowUs;
+    /** Its columns in the batch's summary ({@link RecordClassifier#partialColumn}): the state's, then updated_at. */
+    private final List<String> partialState;
+    private final String partialUpdatedAt;
     /** The open rows, by window start (epoch micros) and dimensions, as they are in the table; null until loaded. */
     private TreeMap<Key, Kpi> open;
 
@@ -77,11 +80,14 @@ final class OpenWindowKpis {
         }
     }
 
-    OpenWindowKpis(Lakehouse lakehouse, KpiAggregation aggregation, Table table) {
+    /** The KPI table {@code aggregation} keeps, table {@code index} of the pipeline (its partial rows' {@code kpi}). */
+    OpenWindowKpis(Lakehouse lakehouse, KpiAggregation aggregation, int index) {
         this.lakehouse = lakehouse;
         this.aggregation = aggregation;
-        this.table = table;
+        this.table = Table.kpi(aggregation.table().name());
         this.windowUs = aggregation.table().window().size().toNanos() / 1000;
+        this.partialState = aggregation.state().stream().map(c -> RecordClassifier.partialColumn(index, c)).toList();
+        this.partialUpdatedAt = RecordClassifier.partialColumn(index, "updated_at");
     }
 
     KpiAggregation aggregation() {
@@ -119,10 +125,9 @@ final class OpenWindowKpis {
     record Partial(Key key, Kpi kpi) {
     }
 
-    /** One summary row of this table ({@link RecordClassifier#summary}, table {@code kpi} of the pipeline), typed. */
-    Partial partial(Row summaryRow, int kpi) {
-        List<String> state = aggregation.state().stream().map(c -> RecordClassifier.partialColumn(kpi, c)).toList();
-        return new Partial(key(summaryRow), kpi(summaryRow, state, RecordClassifier.partialColumn(kpi, "updated_at")));
+    /** One summary row of this table ({@link RecordClassifier#summary}), typed. */
+    Partial partial(Row summaryRow) {
+        return new Partial(key(summaryRow), kpi(summaryRow, partialState, partialUpdatedAt));
     }
 
     /**

@@ -79,7 +79,7 @@ class BatchPlanTest {
         open.add(store1h);
         for (int i = 0; i < pipeline.tables().size(); i++) {
             var t = pipeline.tables().get(i);
-            OpenWindowKpis k = new OpenWindowKpis(lakehouse, new KpiAggregation(t, "ts"), Table.kpi(t.name()));
+            OpenWindowKpis k = new OpenWindowKpis(lakehouse, new KpiAggregation(t, "ts"), i);
             if (open.get(i) != null) {
                 k.assume(open.get(i));
             }
