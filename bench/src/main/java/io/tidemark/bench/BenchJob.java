@@ -286,7 +286,7 @@ public final class BenchJob {
     /** The pipeline's events as JSON, in its columns' names and types. */
     static StructType eventSchema(TidemarkConfig config) {
         StructType schema = new StructType();
-        for (io.tidemark.lakehouse.pipeline.Pipeline.Column c : io.tidemark.lakehouse.pipeline.Pipeline.of(config).events().columns()) {
+        for (io.tidemark.lakehouse.pipeline.Pipeline.Column c : config.pipeline().events().columns()) {
             schema = schema.add(c.name(), c.type());
         }
         return schema;
@@ -298,7 +298,7 @@ public final class BenchJob {
      * {@code work/checkpoint[-table]}, tables {@code work/kpi[-table]} (no suffix for a pipeline of one table).
      */
     static Map<String, StreamingQuery> plainJobs(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        io.tidemark.lakehouse.pipeline.Pipeline p = config.pipeline();
         Map<String, StreamingQuery> out = new java.util.LinkedHashMap<>();
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : p.tables()) {
             Dataset<Row> events = kafka(spark, config)
@@ -329,7 +329,7 @@ public final class BenchJob {
      * table {@code work/bronze}.
      */
     static StreamingQuery bronzeJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        io.tidemark.lakehouse.pipeline.Pipeline p = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        io.tidemark.lakehouse.pipeline.Pipeline p = config.pipeline();
         List<org.apache.spark.sql.Column> fields = new ArrayList<>();
         p.events().columns().forEach(c -> fields.add(col("e." + c.name())));
         fields.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_timestamp"),

@@ -132,7 +132,7 @@ public final class LongHaulBenchmark {
                 case "--batches-per-day" -> perDay = Integer.parseInt(args[++i]);
                 case "--maintain-every" -> maintainEvery = Integer.parseInt(args[++i]);
                 case "--sample-every" -> sampleEvery = Integer.parseInt(args[++i]);
-                case "--vacuum-retention" -> vacuumRetention = TidemarkConfig.parseDuration(args[++i]);
+                case "--vacuum-retention" -> vacuumRetention = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
                 case "--only" -> {
                     String m = args[++i];
                     if (!m.equals("maintained") && !m.equals("unmaintained")) {
@@ -141,7 +141,7 @@ public final class LongHaulBenchmark {
                     modes = List.of(m);
                 }
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
-                case "--max-time" -> maxTime = TidemarkConfig.parseDuration(args[++i]);
+                case "--max-time" -> maxTime = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (known: --batches, --records-per-batch, "
                         + "--batches-per-day, --maintain-every, --sample-every, --vacuum-retention, --only, --work, --max-time; or --combine alone, or --probe n,n,...)");
             }

@@ -355,7 +355,7 @@ public final class ReconcileBenchmark {
         io.tidemark.lakehouse.pipeline.Pipeline pipeline = l.pipeline();
         for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
             io.tidemark.lakehouse.pipeline.KpiAggregation kpi = new io.tidemark.lakehouse.pipeline.KpiAggregation(t, pipeline.events().eventTime());
-            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, io.tidemark.lakehouse.Watermark.NONE)
+            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, io.tidemark.lakehouse.pipeline.Watermark.NONE)
                     .withColumn("is_final", lit(true))
                     .withColumn("source", lit("stream"))
                     .withColumn("stream_batch_id", lit(0L)));
@@ -376,7 +376,7 @@ public final class ReconcileBenchmark {
                 "records_in", 0L, "on_time", 0L, "late", 0L, "invalid", 0L));
         v.putAll(java.util.Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
                 "write_ms", 0L, "freshness_ms", 0L, io.tidemark.lakehouse.ClosedDays.COLUMN,
-                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.Watermark.of(wm), spill).lastClosed().orElseThrow())));
+                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.pipeline.Watermark.of(wm), spill).lastClosed().orElseThrow())));
         v.put("batch_ts", now);
         v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);

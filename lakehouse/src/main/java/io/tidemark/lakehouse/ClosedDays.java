@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Optional;
 
 import org.apache.spark.sql.SparkSession;
+import io.tidemark.lakehouse.pipeline.Watermark;
 
 /**
  * Which UTC days are closed, as the stream decided it: every day up to and including

@@ -68,7 +68,7 @@ public record QueryDefinition(Map<String, String> settings) {
         for (Key k : ORDER) {
             m.put(k.name, config.canonical(k));
         }
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : io.tidemark.lakehouse.pipeline.Pipeline.of(config).tables()) {
+        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : config.pipeline().tables()) {
             m.put(KPI_PREFIX + t.name(), t.definition());
         }
         return new QueryDefinition(java.util.Collections.unmodifiableMap(m));
@@ -183,9 +183,9 @@ public record QueryDefinition(Map<String, String> settings) {
         Map<String, String> props = tableSettings(spark, lakehouse, first);
         String recorded = props.get(Key.WINDOW.name);
         if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
-            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + Pipeline.human(Duration.parse(recorded))
+            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + io.tidemark.lakehouse.pipeline.Durations.human(Duration.parse(recorded))
                     + " KPI windows (" + first + " property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
-                    + Pipeline.human(config.window()) + "; set window back to " + Pipeline.human(Duration.parse(recorded))
+                    + io.tidemark.lakehouse.pipeline.Durations.human(config.window()) + "; set window back to " + io.tidemark.lakehouse.pipeline.Durations.human(Duration.parse(recorded))
                     + " (the stream's window): reconcile recomputes days with the window the stream wrote");
         }
         of(config).settings().forEach((k, now) -> {
@@ -193,7 +193,7 @@ public record QueryDefinition(Map<String, String> settings) {
             if (k.startsWith(KPI_PREFIX) && was != null && !was.equals(now)) {
                 String table = k.substring(KPI_PREFIX.length());
                 throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds KPI table " + table + " as [" + was
-                        + "] (property " + PROPERTY_PREFIX + k + ") but this run's pipeline (" + Pipeline.of(config).file() + ") defines it as ["
+                        + "] (property " + PROPERTY_PREFIX + k + ") but this run's pipeline (" + config.pipeline().file() + ") defines it as ["
                         + now + "]; run reconcile with the stream's pipeline (setting pipeline): it recomputes days as the stream wrote them");
             }
         });
@@ -256,7 +256,7 @@ public record QueryDefinition(Map<String, String> settings) {
 
     private static String show(Key k, String canonical) {
         return switch (k.type) {
-            case DURATION, DURATION_OR_ZERO -> Pipeline.human(Duration.parse(canonical));
+            case DURATION, DURATION_OR_ZERO -> io.tidemark.lakehouse.pipeline.Durations.human(Duration.parse(canonical));
             case TEXT -> "'" + canonical + "'";
             default -> canonical;
         };

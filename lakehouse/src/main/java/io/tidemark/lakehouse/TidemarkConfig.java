@@ -11,8 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Tidemark's configuration: one immutable, validated value built at start-up.
@@ -81,9 +79,6 @@ public final class TidemarkConfig {
      * held equal by a test) are derived from these. Docs are markdown: {@code `code`} and links,
      * which {@code --help} prints plain.
      */
-    /** The KPI table whose window the {@code window} setting is: the shipped network pipeline's. */
-    public static final String WINDOW_TABLE = "kpi_5m";
-
     public enum Key {
         KAFKA_BOOTSTRAP("kafka.bootstrap-servers", Type.TEXT, "127.0.0.1:9092", Scope.RUN, "Kafka bootstrap servers"),
         PIPELINE("pipeline", Type.TEXT, "network", Scope.RUN, "the pipeline: the events and the KPIs over them, a shipped one by "
@@ -226,9 +221,19 @@ public final class TidemarkConfig {
     }
 
     /**
+     * The pipeline the jobs run with: the one the {@code pipeline} setting names, or by default the shipped
+     * network pipeline with the settings {@code topic}, {@code window} and {@code lateness} applied, which
+     * predate pipeline files and keep meaning what they did (their defaults are the file's values).
+     */
+    public io.tidemark.lakehouse.pipeline.Pipeline pipeline() {
+        return pipeline != null ? pipeline
+                : io.tidemark.lakehouse.pipeline.PipelineParser.shipped(io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT)
+                        .withSettings(topic(), lateness(), window());
+    }
+
+    /**
      * The pipeline {@code pipeline} names when it is not the shipped default, as read when this
-     * configuration was built; empty for the default (which {@link io.tidemark.lakehouse.pipeline.Pipeline#of}
-     * builds with the {@code topic}, {@code window} and {@code lateness} settings).
+     * configuration was built; empty for the default ({@link #pipeline} builds it with the settings).
      */
     public java.util.Optional<io.tidemark.lakehouse.pipeline.Pipeline> pipelineFile() {
         return java.util.Optional.ofNullable(pipeline);
@@ -376,8 +381,8 @@ public final class TidemarkConfig {
                 Map<Key, String[]> fromFile = new LinkedHashMap<>();
                 fromFile.put(Key.TOPIC, new String[] {p.events().topic(), "its event table's option topic"});
                 fromFile.put(Key.LATENESS, new String[] {p.events().lateness().toString(), "its event table's option lateness"});
-                p.table(WINDOW_TABLE).ifPresent(t ->
-                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + WINDOW_TABLE}));
+                p.table(io.tidemark.lakehouse.pipeline.Pipeline.WINDOW_SETTING_TABLE).ifPresent(t ->
+                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + io.tidemark.lakehouse.pipeline.Pipeline.WINDOW_SETTING_TABLE}));
                 for (Map.Entry<Key, String[]> e : fromFile.entrySet()) {
                     Key k = e.getKey();
                     String mine = v.get(k);
@@ -394,7 +399,7 @@ public final class TidemarkConfig {
 
         private static boolean sameValue(Key k, String a, String b) {
             try {
-                return k.type == Type.TEXT ? a.equals(b) : parseDuration(a).equals(parseDuration(b));
+                return k.type == Type.TEXT ? a.equals(b) : io.tidemark.lakehouse.pipeline.Durations.parse(a).equals(io.tidemark.lakehouse.pipeline.Durations.parse(b));
             } catch (RuntimeException notADuration) {
                 return false;
             }
@@ -596,34 +601,9 @@ public final class TidemarkConfig {
         return k == null ? 0 : (int) Math.min(36_500, count(k));
     }
 
-    private static final Pattern HUMAN_DURATION = Pattern.compile(
-            "(\\d+)\\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)", Pattern.CASE_INSENSITIVE);
-
-    /** Parses "5 minutes", "10s", "250 ms", "2h", ISO-8601 ("PT5M") or a bare "0". */
-    public static Duration parseDuration(String text) {
-        String t = text.trim();
-        if (t.equals("0")) {
-            return Duration.ZERO; // "stream.trigger = 0": no unit needed for nothing
-        }
-        if (t.toUpperCase(Locale.ROOT).startsWith("P")) {
-            return Duration.parse(t.toUpperCase(Locale.ROOT));
-        }
-        Matcher m = HUMAN_DURATION.matcher(t);
-        if (!m.matches()) {
-            throw new IllegalArgumentException("'" + text + "' is not a duration; write e.g. '5 minutes', '10s', '250 ms' or 'PT5M'");
-        }
-        long n = Long.parseLong(m.group(1));
-        String unit = m.group(2).toLowerCase(Locale.ROOT);
-        if (unit.startsWith("ms") || unit.startsWith("milli")) return Duration.ofMillis(n);
-        if (unit.startsWith("s")) return Duration.ofSeconds(n);
-        if (unit.startsWith("m")) return Duration.ofMinutes(n);
-        if (unit.startsWith("h")) return Duration.ofHours(n);
-        return Duration.ofDays(n);
-    }
-
     private Duration duration(Key k) {
         try {
-            Duration d = parseDuration(get(k));
+            Duration d = io.tidemark.lakehouse.pipeline.Durations.parse(get(k));
             if (d.isNegative() || (d.isZero() && k.type != Type.DURATION_OR_ZERO)) {
                 throw new IllegalArgumentException("must be positive");
             }

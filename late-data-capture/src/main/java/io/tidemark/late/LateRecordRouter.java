@@ -11,8 +11,8 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
-import io.tidemark.lakehouse.BatchConstant;
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.BatchConstant;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 

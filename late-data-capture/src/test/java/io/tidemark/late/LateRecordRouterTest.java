@@ -29,7 +29,7 @@ import io.tidemark.testing.LocalSpark;
  */
 class LateRecordRouterTest {
     /** The network pipeline with 10-minute windows. */
-    private static final Pipeline TEN_MINUTES = Pipeline.of(TidemarkConfig.builder().set("window", "10 minutes").build());
+    private static final Pipeline TEN_MINUTES = TidemarkConfig.builder().set("window", "10 minutes").build().pipeline();
     private static final StructType VALID = StructType.fromDDL("subscriber_id STRING, cell_site_id STRING, event_ts TIMESTAMP, "
             + "volume_gb DOUBLE, kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT, ingest_ts TIMESTAMP");
     /** The columns of tidemark.late_events in sql/tables.sql, in order. */

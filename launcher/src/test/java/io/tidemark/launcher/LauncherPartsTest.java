@@ -28,7 +28,7 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileResult;

@@ -27,7 +27,7 @@ import io.tidemark.testing.LocalSpark;
  */
 class KpiDriftTest {
     private static SparkSession spark;
-    private static final Pipeline.KpiTable KPI_5M = Pipeline.of(TidemarkConfig.defaults()).table("kpi_5m").orElseThrow();
+    private static final Pipeline.KpiTable KPI_5M = TidemarkConfig.defaults().pipeline().table("kpi_5m").orElseThrow();
 
     @BeforeAll
     static void start() {

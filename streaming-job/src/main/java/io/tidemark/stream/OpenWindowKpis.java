@@ -23,7 +23,7 @@ import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 
 /**

@@ -21,8 +21,8 @@ import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
-import io.tidemark.lakehouse.BatchConstant;
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.BatchConstant;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.lakehouse.pipeline.WorkingColumns;

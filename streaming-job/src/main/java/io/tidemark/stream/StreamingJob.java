@@ -135,7 +135,7 @@ public final class StreamingJob {
      * serve (not compacted, broker unreachable) refuses the start with nothing written.
      */
     private void prepareOutput() {
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = config.pipeline();
         output = io.tidemark.output.OutputPublisher.of(Lakehouse.of(config), pipeline, config.bootstrapServers()).orElse(null);
         if (output == null) {
             return;
@@ -179,7 +179,7 @@ public final class StreamingJob {
         QueryDefinition.verify(spark, config, StreamCheckpoint.pendingBatch(config.checkpointUri(), spark.sparkContext().hadoopConfiguration()));
         StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name, spark.sparkContext().hadoopConfiguration());
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name, spark.sparkContext().hadoopConfiguration());
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = io.tidemark.lakehouse.pipeline.Pipeline.of(config);
+        io.tidemark.lakehouse.pipeline.Pipeline pipeline = config.pipeline();
         if (pipeline.events().format().equals("avro")) {
             // Down or mistyped at start is an error; down later makes the batches wait for it (SchemaRegistry).
             new SchemaRegistry(pipeline.events().schemaRegistry(), EventDecoder.REGISTRY_WAIT).unreachable().ifPresent(why -> {

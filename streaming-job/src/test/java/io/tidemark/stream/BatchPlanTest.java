@@ -67,7 +67,7 @@ class BatchPlanTest {
         Path file = Files.writeString(dir.resolve("shop.sql"), PIPELINE);
         TidemarkConfig config = TidemarkConfig.builder().set(TidemarkConfig.Key.PIPELINE, file.toString())
                 .set(TidemarkConfig.Key.LAKEHOUSE, dir.resolve("lakehouse").toString()).build();
-        pipeline = Pipeline.of(config);
+        pipeline = config.pipeline();
         lakehouse = Lakehouse.of(config);
     }
 
@@ -253,7 +253,7 @@ class BatchPlanTest {
         assertThat(plan.summary().recordsIn()).isEqualTo(3);
         assertThat(plan.kpiRows()).isEqualTo(1);
         // a table whose open rows were never read cannot be planned
-        assertThatThrownBy(() -> kpis.get(0).plan(List.of(), 5, io.tidemark.lakehouse.Watermark.ofMillis(0)))
+        assertThatThrownBy(() -> kpis.get(0).plan(List.of(), 5, io.tidemark.lakehouse.pipeline.Watermark.ofMillis(0)))
                 .isInstanceOf(IllegalStateException.class).hasMessage("store_15m: the open rows must be read before a batch is planned");
     }
 

@@ -43,7 +43,7 @@ class OpenWindowKpisTest {
 
     /** The stream's aggregation of kpi_5m, as the network pipeline declares it. */
     private static final KpiAggregation KPI_5M = new KpiAggregation(
-            Pipeline.of(io.tidemark.lakehouse.TidemarkConfig.defaults()).table("kpi_5m").orElseThrow(), "event_ts");
+            io.tidemark.lakehouse.TidemarkConfig.defaults().pipeline().table("kpi_5m").orElseThrow(), "event_ts");
 
     /** A state of kpi_5m: record_count, total_gb, subscriber_sketch. */
     private static OpenWindowKpis.Kpi kpi(LocalDate day, long count, BigDecimal totalGb, byte[] sketch, Timestamp updatedAt) {

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.testing.LocalSpark;
@@ -51,8 +51,8 @@ class RecordClassifierTest {
 
     private static SparkSession spark;
     private final RecordClassifier classifier =
-            new RecordClassifier(io.tidemark.lakehouse.pipeline.Pipeline.of(io.tidemark.lakehouse.TidemarkConfig.builder().set("window", "10 minutes")
-                    .build()), 1024, Duration.ofMinutes(5), Duration.ofDays(7));
+            new RecordClassifier(io.tidemark.lakehouse.TidemarkConfig.builder().set("window", "10 minutes")
+                    .build().pipeline(), 1024, Duration.ofMinutes(5), Duration.ofDays(7));
 
     @BeforeAll
     static void start() {
@@ -131,8 +131,8 @@ class RecordClassifierTest {
     }
 
     /** kpi_5m as the network pipeline declares it, with this test's 10-minute windows. */
-    private static final List<KpiAggregation> KPI_10M = List.of(new KpiAggregation(Pipeline.of(TidemarkConfig.builder()
-            .set("window", "10 minutes").build()).table("kpi_5m").orElseThrow(), "event_ts"));
+    private static final List<KpiAggregation> KPI_10M = List.of(new KpiAggregation(TidemarkConfig.builder()
+            .set("window", "10 minutes").build().pipeline().table("kpi_5m").orElseThrow(), "event_ts"));
 
     private Dataset<Row> summary(long watermarkMs) {
         return classifier.summary(classifier.classify(batch(), watermarkMs), KPI_10M, Watermark.ofMillis(watermarkMs));

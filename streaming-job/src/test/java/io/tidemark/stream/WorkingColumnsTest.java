@@ -30,7 +30,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.lakehouse.pipeline.PipelineException;

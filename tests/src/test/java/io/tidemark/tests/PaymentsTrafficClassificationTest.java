@@ -32,7 +32,7 @@ import io.tidemark.generate.PaymentKind;
 import io.tidemark.generate.TrafficGenerator;
 import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
-import io.tidemark.lakehouse.Watermark;
+import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.lakehouse.pipeline.PipelineParser;

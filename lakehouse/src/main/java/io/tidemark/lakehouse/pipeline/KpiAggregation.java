@@ -12,7 +12,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.types.StructType;
 
-import io.tidemark.lakehouse.Watermark;
 import io.tidemark.lakehouse.pipeline.Pipeline.KpiTable;
 
 /**

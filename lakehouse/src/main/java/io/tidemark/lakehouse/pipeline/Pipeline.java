@@ -45,24 +45,22 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
     }
 
+    /** The shipped network pipeline's table whose window the {@code window} setting gives (the settings predate pipeline files). */
+    public static final String WINDOW_SETTING_TABLE = "kpi_5m";
+
     /**
-     * The pipeline the jobs run with {@code config}: the one its {@code pipeline} setting names, or
-     * by default the shipped network pipeline ({@link PipelineParser#DEFAULT}) with the settings
-     * {@code topic}, {@code window} and {@code lateness} applied, which predate pipeline files and
-     * keep meaning what they did (their defaults are the file's values).
+     * This pipeline with the settings {@code topic}, {@code lateness} and {@code window} applied, as they apply to
+     * the shipped network pipeline, which predates pipeline files: its topic, its lateness, and the window of
+     * every KPI table (tumbling).
      */
-    public static Pipeline of(io.tidemark.lakehouse.TidemarkConfig config) {
-        if (config.pipelineFile().isPresent()) {
-            return config.pipelineFile().get();
-        }
-        Pipeline p = PipelineParser.shipped(PipelineParser.DEFAULT);
-        EventTable e = p.events();
-        EventTable events = new EventTable(e.name(), e.columns(), e.checks(), config.topic(), e.format(), e.schemaRegistry(), e.eventTime(), config.lateness(),
+    public Pipeline withSettings(String topic, Duration lateness, Duration windowSize) {
+        EventTable e = events;
+        EventTable withTopic = new EventTable(e.name(), e.columns(), e.checks(), topic, e.format(), e.schemaRegistry(), e.eventTime(), lateness,
                 e.at());
-        Window window = new Window(config.window(), config.window());
-        List<KpiTable> tables = p.tables().stream()
-                .map(t -> new KpiTable(t.name(), window, t.dimensions(), t.where(), t.measures(), t.output(), t.at())).toList();
-        return new Pipeline(p.file(), events, tables, p.driftThreshold(), p.views(), null);
+        Window w = new Window(windowSize, windowSize);
+        List<KpiTable> withWindow = tables.stream()
+                .map(t -> new KpiTable(t.name(), w, t.dimensions(), t.where(), t.measures(), t.output(), t.at())).toList();
+        return new Pipeline(file, withTopic, withWindow, driftThreshold, views, null);
     }
 
     /**
@@ -189,7 +187,7 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
 
         @Override
         public String toString() {
-            return tumbling() ? human(size) + " (tumbling)" : human(size) + " every " + human(slide) + " (hopping)";
+            return tumbling() ? Durations.human(size) + " (tumbling)" : Durations.human(size) + " every " + Durations.human(slide) + " (hopping)";
         }
     }
 
@@ -227,13 +225,13 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
             measures.forEach(x -> m.add(x.name() + " = " + x.written()));
             return "dimensions " + (dimensions.isEmpty() ? "(none)" : String.join(", ",
                     dimensions.stream().map(Column::name).toList())) + "; where " + (where == null ? "(none)" : where) + "; measures "
-                    + String.join(", ", m) + (name.equals(io.tidemark.lakehouse.TidemarkConfig.WINDOW_TABLE) ? "" : "; window " + window);
+                    + String.join(", ", m) + (name.equals(WINDOW_SETTING_TABLE) ? "" : "; window " + window);
         }
 
         /**
          * The measure that counts the table's records: its first {@code count(*)} without FILTER. Every
          * KPI table has one (the parser refuses a table without): it is how a day's rows are balanced
-         * against the raw log ({@link io.tidemark.lakehouse.DayBalance}).
+         * against the raw log (the lakehouse's DayBalance).
          */
         public Optional<Measure> recordCount() {
             return measures.stream().filter(m -> m.kind() == Measure.Kind.COUNT_ALL && m.filter() == null).findFirst();
@@ -313,28 +311,4 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         }
     }
 
-    /**
-     * "1 minute", "5 minutes", "1 day", "90 seconds", "0 seconds": a duration as a person writes it in a
-     * pipeline file or a setting (both read it back). The one such formatter: refusals and warnings use it too.
-     */
-    public static String human(Duration d) {
-        long ms = d.toMillis();
-        if (ms == 0) {
-            return "0 seconds";
-        }
-        if (ms % 86_400_000 == 0) {
-            return plural(ms / 86_400_000, "day");
-        }
-        if (ms % 3_600_000 == 0) {
-            return plural(ms / 3_600_000, "hour");
-        }
-        if (ms % 60_000 == 0) {
-            return plural(ms / 60_000, "minute");
-        }
-        return ms % 1000 == 0 ? plural(ms / 1000, "second") : plural(ms, "millisecond");
-    }
-
-    private static String plural(long n, String unit) {
-        return n + " " + unit + (n == 1 ? "" : "s");
-    }
 }

@@ -57,8 +57,6 @@ import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
 
-import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.pipeline.Pipeline.Check;
 import io.tidemark.lakehouse.pipeline.Pipeline.Column;
 import io.tidemark.lakehouse.pipeline.Pipeline.EventTable;
@@ -417,7 +415,7 @@ public final class PipelineParser {
         }
         name = name.toLowerCase(Locale.ROOT);
         Set<String> tableNames = new java.util.TreeSet<>();
-        Lakehouse.Table.OWN.forEach(t -> tableNames.add(t.tableName()));
+        tableNames.addAll(PipelineTables.OWN_TABLES);
         tables.forEach(t -> tableNames.add(t.name().toLowerCase(Locale.ROOT)));
         if (tableNames.contains(name) || OWN_VIEWS.contains(name) || KpiViews.names(tables).contains(name)) {
             throw new PipelineException(start, "view '" + name + "' is named like one of Tidemark's tables or views", "another name");
@@ -620,7 +618,7 @@ public final class PipelineParser {
     private Duration duration(TreeNode<?> node, String what, String value, boolean zeroAllowed) {
         Duration d;
         try {
-            d = TidemarkConfig.parseDuration(value);
+            d = Durations.parse(value);
         } catch (RuntimeException e) {
             throw refuse(node, what + " '" + value + "' is not a duration", what + " '10 minutes' (or '90 seconds', '1 hour', '1 day')");
         }
@@ -669,10 +667,8 @@ public final class PipelineParser {
             throw new PipelineException(start, "KPI table name '" + name + "'; Tidemark keeps its tables in the lakehouse, by plain name",
                     "a name of letters, digits and underscores, without a database");
         }
-        for (Lakehouse.Table t : Lakehouse.Table.OWN) {
-            if (t.tableName().equalsIgnoreCase(name)) {
-                throw new PipelineException(start, "'" + name + "' is one of Tidemark's own tables", "another name");
-            }
+        if (PipelineTables.OWN_TABLES.contains(name.toLowerCase(Locale.ROOT))) {
+            throw new PipelineException(start, "'" + name + "' is one of Tidemark's own tables", "another name");
         }
         if (!(query instanceof Aggregate agg)) {
             throw refuse(query, "a KPI table aggregates the events by window", "SELECT window(" + events.eventTime() + ", '5 minutes') AS w, "
@@ -1030,12 +1026,12 @@ public final class PipelineParser {
         Duration slide = args.size() == 3 ? windowDuration(args.get(2), "window slide") : size;
         long day = Duration.ofDays(1).toMillis();
         if (day % size.toMillis() != 0) {
-            throw refuse(args.get(1), "a window of " + Pipeline.human(size) + " does not divide a day, so windows would not start at midnight "
+            throw refuse(args.get(1), "a window of " + Durations.human(size) + " does not divide a day, so windows would not start at midnight "
                     + "and a day's KPIs could not be recomputed on their own", "a size that divides 24 hours: '1 minute', '5 minutes', "
                     + "'15 minutes', '1 hour', '6 hours', '1 day'...");
         }
         if (slide.compareTo(size) > 0 || size.toMillis() % slide.toMillis() != 0) {
-            throw refuse(args.get(2), "a slide of " + Pipeline.human(slide) + " does not divide the window of " + Pipeline.human(size)
+            throw refuse(args.get(2), "a slide of " + Durations.human(slide) + " does not divide the window of " + Durations.human(size)
                     + "; each record must count in a whole number of windows", "a slide that divides the size, e.g. window("
                     + events.eventTime() + ", '1 hour', '15 minutes')");
         }

@@ -19,6 +19,14 @@ public final class PipelineTables {
             + "  'delta.logRetentionDuration' = 'interval 7 days',\n"
             + "  'delta.deletedFileRetentionDuration' = 'interval 7 days'";
 
+    /**
+     * The names of Tidemark's own tables, in the order the lakehouse lists them (a pipeline's KPI tables go
+     * after raw_events): no KPI table or view of a pipeline may take one. The lakehouse's table constants
+     * ({@code Lakehouse.Table}) are these.
+     */
+    public static final List<String> OWN_TABLES = List.of("raw_events", "late_events", "dead_letter", "stream_progress", "stream_gaps",
+            "reconcile_report", "expired_days");
+
     private PipelineTables() {
     }
 

@@ -111,10 +111,4 @@ public final class TruthKpis {
         }
         return sketch.toUpdatableByteArray();
     }, DataTypes.BinaryType);
-
-    /** The exact rows of the first KPI table (network's kpi_5m) as {@link #of(Dataset, Pipeline.KpiTable, String)} gives them, for the pipeline of {@code config}. */
-    public static Dataset<Row> of(Dataset<Row> rawEvents, io.tidemark.lakehouse.TidemarkConfig config) {
-        Pipeline pipeline = Pipeline.of(config);
-        return of(rawEvents, pipeline.tables().get(0), pipeline.events().eventTime());
-    }
 }

@@ -19,7 +19,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.lakehouse.Watermark;
 import io.tidemark.testing.LocalSpark;
 
 /**

@@ -20,7 +20,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.Watermark;
 import io.tidemark.testing.LocalSpark;
 
 /**
@@ -126,7 +125,7 @@ class KpiViewsTest {
 
     @Test
     void networksViewsAreTheHandWrittenOnes() {
-        Pipeline network = Pipeline.of(TidemarkConfig.defaults());
+        Pipeline network = TidemarkConfig.defaults().pipeline();
         // 3,000 records over two days: 23:00-01:00 around midnight of 30 November, 3 cells, 400 subscribers (sketches past list mode)
         Dataset<Row> events = spark.range(3000).selectExpr(
                 "concat('sub-', CAST(pmod(id * 7919, 400) AS STRING)) AS subscriber_id",

@@ -25,7 +25,6 @@ import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.Watermark;
 import io.tidemark.testing.LocalSpark;
 
 /**
@@ -35,7 +34,7 @@ import io.tidemark.testing.LocalSpark;
  */
 class NetworkKpiTest {
     private static final Duration TEN_MINUTES = Duration.ofMinutes(10);
-    private static final Pipeline.KpiTable KPI_10M = Pipeline.of(TidemarkConfig.builder().set("window", "10 minutes").build())
+    private static final Pipeline.KpiTable KPI_10M = TidemarkConfig.builder().set("window", "10 minutes").build().pipeline()
             .table("kpi_5m").orElseThrow();
     /** The stream's partial aggregate of a micro-batch. */
     private static final KpiAggregation STREAM = new KpiAggregation(KPI_10M, "event_ts");

@@ -56,7 +56,7 @@ class PipelineSettingTest {
         assertThat(c.topic()).isEqualTo("cells");
         assertThat(c.lateness()).isEqualTo(Duration.ofMinutes(2));
         assertThat(c.window()).isEqualTo(Duration.ofMinutes(10));
-        Pipeline p = Pipeline.of(c);
+        Pipeline p = c.pipeline();
         assertThat(p.file()).isEqualTo(f.toString());
         assertThat(p.driftThreshold()).isEqualTo(0.2);
         assertThat(p.events().checks()).extracting(Pipeline.Check::reason)
@@ -65,8 +65,8 @@ class PipelineSettingTest {
         assertThat(config("pipeline", f.toString(), "topic", "cells", "lateness", "120s").topic()).isEqualTo("cells");
         // without the setting: the shipped network pipeline, with the settings applied
         TidemarkConfig d = config("topic", "other", "window", "15 minutes");
-        assertThat(Pipeline.of(d).events().topic()).isEqualTo("other");
-        assertThat(Pipeline.of(d).tables().get(0).window().size()).isEqualTo(Duration.ofMinutes(15));
+        assertThat(d.pipeline().events().topic()).isEqualTo("other");
+        assertThat(d.pipeline().tables().get(0).window().size()).isEqualTo(Duration.ofMinutes(15));
         assertThat(d.pipelineFile()).isEmpty();
     }
 
@@ -92,8 +92,8 @@ class PipelineSettingTest {
         assertThat(lakehouse.schema(io.tidemark.lakehouse.Lakehouse.Table.RAW_EVENTS).fieldNames()).startsWith("txn_id", "user_id", "merchant_id",
                 "country", "amount", "status", "ts", "payload");
         // the hopping table's last window of a day ends 45 minutes after its midnight: the day closes then
-        assertThat(Pipeline.of(c).daySpill()).isEqualTo(java.time.Duration.ofMinutes(45));
-        assertThat(Pipeline.of(TidemarkConfig.defaults()).daySpill()).isZero();
+        assertThat(c.pipeline().daySpill()).isEqualTo(java.time.Duration.ofMinutes(45));
+        assertThat(TidemarkConfig.defaults().pipeline().daySpill()).isZero();
     }
 
     @Test

@@ -118,7 +118,7 @@ class PipelineTablesTest {
 
     @Test
     void networksTablesAreThoseSqlTablesSqlDeclared() {
-        List<String> generated = PipelineTables.statements(Pipeline.of(TidemarkConfig.defaults()));
+        List<String> generated = PipelineTables.statements(TidemarkConfig.defaults().pipeline());
         List<String> declared = declared();
         assertThat(generated).hasSize(3);
         assertThat(declared).hasSize(3);

@@ -61,7 +61,8 @@ class TruthKpisTest {
                 FROM a JOIN d ON a.window_start = d.window_start AND a.cell_site_id = d.cell_site_id AND d.rn = 1
                 ORDER BY 1, 2""").collectAsList();
 
-        TruthKpis.of(raw, io.tidemark.lakehouse.TidemarkConfig.defaults()).createOrReplaceTempView("truth");
+        Pipeline network = io.tidemark.lakehouse.TidemarkConfig.defaults().pipeline();
+        TruthKpis.of(raw, network.tables().get(0), network.events().eventTime()).createOrReplaceTempView("truth");
         List<Row> actual = spark.sql("""
                 SELECT CAST(window_start AS STRING), cell_site_id, record_count, CAST(total_gb AS STRING), subscribers,
                        hex(subscriber_sketch), CAST(updated_at AS STRING), __tm_late_records

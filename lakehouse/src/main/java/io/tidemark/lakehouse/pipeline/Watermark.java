@@ -1,4 +1,4 @@
-package io.tidemark.lakehouse;
+package io.tidemark.lakehouse.pipeline;
 
 import static org.apache.spark.sql.functions.expr;
 
