@@ -454,11 +454,11 @@ public final class LongHaulBenchmark {
             io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = lakehouse.pipeline().tables().get(0);
             String dim = first.dimensions().get(0).name();
             io.tidemark.lakehouse.pipeline.Measure summed = first.measures().stream()
-                    .filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.SUM).findFirst().orElseThrow();
+                    .filter(m -> m.function() instanceof io.tidemark.lakehouse.pipeline.Sum).findFirst().orElseThrow();
             io.tidemark.lakehouse.pipeline.Measure distinct = first.measures().stream()
-                    .filter(m -> m.kind() == io.tidemark.lakehouse.pipeline.Measure.Kind.APPROX_COUNT_DISTINCT).findFirst().orElseThrow();
+                    .filter(m -> m.function() instanceof io.tidemark.lakehouse.pipeline.DistinctCount).findFirst().orElseThrow();
             String kpiSql = "SELECT " + dim + ", sum(" + first.recordCount().orElseThrow().name() + ") AS records, sum(" + summed.name() + ") AS s, "
-                    + "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.Measure.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
+                    + "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.DistinctCount.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
                     + "WHERE event_date = DATE'" + day + "' GROUP BY " + dim + " ORDER BY " + dim;
             // The sum as decimals: a sum of doubles depends on the order of the files, which compaction changes.
             String rawSql = "SELECT count(*), sum(CAST(" + summed.argument() + " AS DECIMAL(38, 18))), count(DISTINCT " + distinct.argument()

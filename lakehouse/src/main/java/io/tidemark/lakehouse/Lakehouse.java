@@ -307,10 +307,12 @@ public final class Lakehouse {
     private void addMissingColumns(SparkSession spark, Table table) {
         java.util.Set<String> present = new java.util.HashSet<>(java.util.Arrays.asList(read(spark, table).schema().fieldNames()));
         List<String> missing = new ArrayList<>();
+        List<String> names = new ArrayList<>();
         for (StructField f : schema(table).fields()) {
             if (!present.contains(f.name()) && f.nullable()) {
                 String comment = f.getComment().isDefined() ? " COMMENT '" + f.getComment().get().replace("'", "\\'") + "'" : "";
                 missing.add(f.name() + " " + f.dataType().sql() + comment);
+                names.add(f.name());
             }
         }
         if (!missing.isEmpty()) {
@@ -319,7 +321,7 @@ public final class Lakehouse {
             } catch (RuntimeException concurrentAdd) {
                 // Another process may have added them meanwhile; the check below decides.
                 java.util.Set<String> now = new java.util.HashSet<>(java.util.Arrays.asList(read(spark, table).schema().fieldNames()));
-                if (!now.containsAll(missing.stream().map(m -> m.substring(0, m.indexOf(' '))).toList())) {
+                if (!now.containsAll(names)) {
                     throw concurrentAdd;
                 }
             }

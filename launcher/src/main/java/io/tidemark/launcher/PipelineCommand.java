@@ -9,6 +9,7 @@ import io.tidemark.lakehouse.pipeline.Measure;
 import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.lakehouse.pipeline.PipelineException;
 import io.tidemark.lakehouse.pipeline.PipelineParser;
+import io.tidemark.lakehouse.pipeline.PipelineTables;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 
@@ -65,7 +66,7 @@ final class PipelineCommand extends TidemarkCommand {
             say("KPI tables (drift threshold %s):", percent(p.driftThreshold()));
             for (Pipeline.KpiTable t : p.tables()) {
                 say("  %s: windows of %s%s", t.name(), t.window(), groupedAndFiltered(t));
-                say("    columns: %s", String.join(", ", t.columns()));
+                say("    columns: %s", String.join(", ", t.columns().stream().map(PipelineTables::ddl).toList()));
             }
             for (Pipeline.View v : p.views()) {
                 say("view %s: %s", v.name(), v.query().replaceAll("\\s+", " "));
@@ -85,8 +86,8 @@ final class PipelineCommand extends TidemarkCommand {
                 say("%s: windows of %s over %s%s", t.name(), t.window(), p.events().name(), groupedAndFiltered(t));
                 for (Measure m : t.measures()) {
                     say("  %s = %s", m.name(), m.written());
-                    say("    partial, per micro-batch and window: %s", String.join(", ", m.partial()));
-                    say("    merge, stored row s with the batch's b: %s", String.join(", ", m.merge()));
+                    say("    partial, per micro-batch and window: %s", String.join(", ", m.partial().stream().map(Measure.Computed::aliased).toList()));
+                    say("    merge, stored row s with the batch's b: %s", String.join(", ", m.merge().stream().map(Measure.Computed::aliased).toList()));
                     if (!m.value().equals(m.name())) {
                         say("    value read: %s", m.value());
                     }

@@ -13,6 +13,7 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
+import io.tidemark.lakehouse.pipeline.DriftRule;
 import io.tidemark.lakehouse.pipeline.TruthKpis;
 import io.tidemark.lakehouse.pipeline.Measure;
 import io.tidemark.lakehouse.pipeline.Pipeline;
@@ -63,15 +64,11 @@ final class KpiDrift {
 
     /** The value of {@code m} over no record, for a row one side lacks: 0 for what counts or adds up, else null. */
     private static String empty(Measure m) {
-        return switch (m.kind()) {
-            case COUNT_ALL, COUNT, SUM, APPROX_COUNT_DISTINCT -> "0";
-            default -> "NULL";
-        };
+        return m.function().empty();
     }
 
     private static boolean numeric(Measure m) {
-        String t = m.resultType();
-        return t.startsWith("DECIMAL") || List.of("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT").contains(t);
+        return m.resultType() instanceof org.apache.spark.sql.types.NumericType;
     }
 
     /** {@code column} as the report's value: DECIMAL(38,9), or null for a measure whose value is not a number. */
@@ -150,8 +147,7 @@ final class KpiDrift {
                         // (37,9) - (37,9) fits in (38,9); (38,9) - (38,9) would be rounded to 8 decimals
                         "CAST(CAST(" + m + ".batch_value AS DECIMAL(37,9)) - CAST(coalesce(" + m + ".stream_value, 0) AS DECIMAL(37,9)) AS " + VALUE_TYPE
                                 + ") AS drift",
-                        "CASE WHEN " + m + ".batch_value IS NULL OR " + m + ".batch_value = 0 THEN NULL ELSE CAST(" + m + ".batch_value - coalesce("
-                                + m + ".stream_value, 0) AS DOUBLE) / CAST(" + m + ".batch_value AS DOUBLE) END AS drift_rel",
+                        DriftRule.relativeSql(m + ".stream_value", m + ".batch_value") + " AS drift_rel",
                         m + ".estimate AS estimate", "late_records");
     }
 
@@ -162,7 +158,7 @@ final class KpiDrift {
      */
     Map<String, BigDecimal> dayValues(Dataset<Row> rows) {
         List<String> rollups = new ArrayList<>();
-        table.measures().forEach(m -> rollups.addAll(m.rollup()));
+        table.measures().forEach(m -> m.rollup().forEach(r -> rollups.add(r.aliased())));
         Dataset<Row> rolled = rows.selectExpr(rollups.toArray(String[]::new));
         // selectExpr of aggregates over the whole input: one row
         List<String> values = new ArrayList<>();

@@ -49,4 +49,13 @@ public record DriftRule(double threshold) {
         }
         return truth.subtract(stream == null ? BigDecimal.ZERO : stream).doubleValue() / truth.doubleValue();
     }
+
+    /**
+     * {@link #relative} in Spark SQL, over two expressions of numbers: how the report's window rows
+     * carry it ({@code drift_rel}).
+     */
+    public static String relativeSql(String stream, String truth) {
+        return "CASE WHEN " + truth + " IS NULL OR " + truth + " = 0 THEN NULL ELSE CAST(" + truth + " - coalesce(" + stream
+                + ", 0) AS DOUBLE) / CAST(" + truth + " AS DOUBLE) END";
+    }
 }

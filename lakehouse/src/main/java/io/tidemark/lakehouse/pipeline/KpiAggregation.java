@@ -10,6 +10,7 @@ import java.util.List;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.pipeline.Pipeline.KpiTable;
@@ -19,7 +20,7 @@ import io.tidemark.lakehouse.pipeline.Pipeline.KpiTable;
  * a micro-batch's partial rows per (window, dimensions), their merge with the stored row on the
  * driver, and the stored columns written from the merged state.
  *
- * <p>A row's <em>state</em> is what merging needs ({@link Measure#stateColumns}: a count, a sum, an
+ * <p>A row's <em>state</em> is what merging needs ({@link Measure#state}: a count, a sum, an
  * avg's sum and count, a sketch); the values analysts read beside it (an avg, an estimate) are
  * computed from the state by {@link Measure#value} when the row is written, in the same projection.
  */
@@ -29,8 +30,7 @@ public final class KpiAggregation {
 
     private final KpiTable table;
     private final String eventTime;
-    private final List<String> stateColumns = new ArrayList<>();
-    private final List<String> stateNames;
+    private final List<String> stateNames = new ArrayList<>();
     private final int[] stateOffsets;
     private final StructType stateRowSchema;
 
@@ -38,17 +38,19 @@ public final class KpiAggregation {
         this.table = table;
         this.eventTime = eventTime;
         this.stateOffsets = new int[table.measures().size() + 1];
+        // the table's columns with each measure's state in place of its stored columns, every one nullable (rows built on the driver)
+        List<StructField> fields = new ArrayList<>(KpiTable.OWN_COLUMNS.subList(0, 2));
+        table.dimensions().forEach(d -> fields.add(Measure.field(d.name(), d.type(), true)));
         for (int i = 0; i < table.measures().size(); i++) {
-            stateOffsets[i] = stateColumns.size();
-            stateColumns.addAll(table.measures().get(i).stateColumns());
+            stateOffsets[i] = stateNames.size();
+            for (StructField f : table.measures().get(i).state()) {
+                stateNames.add(f.name());
+                fields.add(f);
+            }
         }
-        stateOffsets[table.measures().size()] = stateColumns.size();
-        this.stateNames = stateColumns.stream().map(c -> c.substring(0, c.indexOf(' '))).toList();
-        List<String> ddl = new ArrayList<>(List.of("window_start TIMESTAMP", "window_end TIMESTAMP"));
-        table.dimensions().forEach(d -> ddl.add(d.name() + " " + d.sqlType()));
-        ddl.addAll(stateColumns);
-        ddl.addAll(List.of("is_final BOOLEAN", "source STRING", "updated_at TIMESTAMP", "stream_batch_id BIGINT", "event_date DATE"));
-        this.stateRowSchema = StructType.fromDDL(String.join(", ", ddl));
+        stateOffsets[table.measures().size()] = stateNames.size();
+        fields.addAll(KpiTable.OWN_COLUMNS.subList(2, KpiTable.OWN_COLUMNS.size()));
+        this.stateRowSchema = new StructType(fields.stream().map(f -> Measure.field(f.name(), f.dataType(), true)).toArray(StructField[]::new));
     }
 
     public KpiTable table() {
@@ -109,7 +111,7 @@ public final class KpiAggregation {
         WINDOW_COLUMNS.forEach(c -> keys.add(col(c)));
         dimensions().forEach(d -> keys.add(col(d)));
         List<Column> aggregates = new ArrayList<>();
-        table.measures().forEach(m -> m.partial().forEach(p -> aggregates.add(expr(p))));
+        table.measures().forEach(m -> m.partial().forEach(p -> aggregates.add(expr(p.sql()).as(p.column()))));
         aggregates.add(max(col("ingest_ts")).as("updated_at"));
         // the groups' own columns: window, dimensions, state and updated_at, none of which a dimension or measure may take twice
         return windowed.groupBy(keys.toArray(Column[]::new))
@@ -142,9 +144,8 @@ public final class KpiAggregation {
         List<Column> out = new ArrayList<>(List.of(col("window_start"), col("window_end")));
         dimensions().forEach(d -> out.add(col(d)));
         for (Measure m : table.measures()) {
-            for (String stored : m.storedColumns()) {
-                String name = stored.substring(0, stored.indexOf(' '));
-                out.add(state.contains(name) ? col(name) : expr(m.value()).as(name));
+            for (StructField stored : m.stored()) {
+                out.add(state.contains(stored.name()) ? col(stored.name()) : expr(m.value()).as(stored.name()));
             }
         }
         for (String c : List.of("is_final", "source", "updated_at", "stream_batch_id", "event_date")) {

@@ -80,8 +80,7 @@ public final class KpiViews {
 
     private static String finalRows(Pipeline.KpiTable t, String base) {
         List<String> cols = new ArrayList<>();
-        for (String c : t.columns()) {
-            String name = c.substring(0, c.indexOf(' '));
+        for (String name : t.columnNames()) {
             if (!name.equals("is_final") && !name.equals("stream_batch_id")) {
                 cols.add(Pipeline.quote(name));
             }
@@ -121,13 +120,8 @@ public final class KpiViews {
         for (Measure m : t.measures()) {
             String value = m.value();
             outer.add(value.equals(m.name()) ? value : value + " AS " + m.name());
-            inner.addAll(m.rollup());
-            for (String c : m.stateColumns()) {
-                String name = c.substring(0, c.indexOf(' '));
-                if (!name.equals(m.name())) {
-                    state.add(name);
-                }
-            }
+            m.rollup().forEach(r -> inner.add(r.aliased()));
+            m.state().stream().map(f -> f.name()).filter(n -> !n.equals(m.name())).forEach(state::add);
         }
         outer.addAll(List.of("windows", "is_final", "reconciled"));
         outer.addAll(state);

@@ -7,6 +7,8 @@ import java.util.Locale;
 import java.util.Optional;
 
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
 
 /**
  * A pipeline: the events Tidemark reads and the KPI tables it keeps over them, as one pipeline file
@@ -234,7 +236,7 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
          * against the raw log (the lakehouse's DayBalance).
          */
         public Optional<Measure> recordCount() {
-            return measures.stream().filter(m -> m.kind() == Measure.Kind.COUNT_ALL && m.filter() == null).findFirst();
+            return measures.stream().filter(Measure::countsRecords).findFirst();
         }
 
         /**
@@ -243,33 +245,39 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
          * record count. Additive, so a day's value is the sum of its rows' and recomputes from raw_events.
          */
         public Measure headline() {
-            return measures.stream().filter(m -> m.kind() == Measure.Kind.SUM).findFirst().orElseGet(() -> recordCount().orElseThrow());
+            return measures.stream().filter(m -> m.function() instanceof Sum).findFirst().orElseGet(() -> recordCount().orElseThrow());
         }
 
         /**
-         * The table's columns, as {@code name TYPE}: window bounds, dimensions, each measure's stored
-         * columns, then Tidemark's own (is_final, source, updated_at, the stream's batch, event_date).
+         * The table's columns: window bounds, dimensions, each measure's stored columns, then
+         * Tidemark's own (is_final, source, updated_at, the stream's batch, event_date).
          */
-        public List<String> columns() {
-            List<String> out = new ArrayList<>(OWN_COLUMNS.subList(0, 2));
-            dimensions.forEach(d -> out.add(d.toString()));
-            measures.forEach(m -> out.addAll(m.storedColumns()));
+        public List<StructField> columns() {
+            List<StructField> out = new ArrayList<>(OWN_COLUMNS.subList(0, 2));
+            dimensions.forEach(d -> out.add(Measure.field(d.name(), d.type(), !d.notNull())));
+            measures.forEach(m -> out.addAll(m.stored()));
             out.addAll(OWN_COLUMNS.subList(2, OWN_COLUMNS.size()));
             return out;
+        }
+
+        /** The names of {@link #columns}, in order. */
+        public List<String> columnNames() {
+            return columns().stream().map(StructField::name).toList();
         }
 
         /**
          * The columns every KPI table stores beside its dimensions and measures: the window bounds first, the rest last
          * ({@link #columns}). No dimension, measure or sketch column may take one of their names.
          */
-        public static final List<String> OWN_COLUMNS = List.of("window_start TIMESTAMP NOT NULL", "window_end TIMESTAMP NOT NULL",
-                "is_final BOOLEAN NOT NULL", "source STRING NOT NULL", "updated_at TIMESTAMP NOT NULL", "stream_batch_id BIGINT",
-                "event_date DATE NOT NULL");
+        public static final List<StructField> OWN_COLUMNS = List.of(Measure.field("window_start", DataTypes.TimestampType, false),
+                Measure.field("window_end", DataTypes.TimestampType, false), Measure.field("is_final", DataTypes.BooleanType, false),
+                Measure.field("source", DataTypes.StringType, false), Measure.field("updated_at", DataTypes.TimestampType, false),
+                Measure.field("stream_batch_id", DataTypes.LongType, true), Measure.field("event_date", DataTypes.DateType, false));
 
         /** The names of {@link #OWN_COLUMNS}. */
         public static java.util.Set<String> ownColumnNames() {
             java.util.Set<String> out = new java.util.TreeSet<>();
-            OWN_COLUMNS.forEach(c -> out.add(c.substring(0, c.indexOf(' '))));
+            OWN_COLUMNS.forEach(c -> out.add(c.name()));
             return out;
         }
     }

@@ -122,26 +122,49 @@ public final class PipelineParser {
         return null;
     }
 
+    /**
+     * The aggregates a measure may use, by the names Spark knows them by: one entry per aggregate (a percentile's
+     * quantile is its second argument's, set when the measure is read).
+     */
+    private static final Map<String, AggregateFunction> AGGREGATES = aggregates();
+
+    private static Map<String, AggregateFunction> aggregates() {
+        Map<String, AggregateFunction> out = new java.util.LinkedHashMap<>();
+        out.put("count", new Count(false));
+        out.put("sum", new Sum());
+        out.put("min", new MinMax(false));
+        out.put("max", new MinMax(true));
+        out.put("avg", new Avg());
+        out.put("mean", new Avg());
+        out.put("approx_count_distinct", new DistinctCount());
+        out.put("percentile_approx", new Percentile(Double.NaN));
+        return java.util.Collections.unmodifiableMap(out);
+    }
+
+    /** "count(*), count(col), sum(col), ...": what a measure may be written as, for the messages that list it. */
+    static final String MEASURES_WRITTEN = String.join(", ", java.util.stream.Stream.concat(java.util.stream.Stream.of(new Count(true).spelling()),
+            AGGREGATES.values().stream().map(AggregateFunction::spelling)).distinct().toList());
+
     /** Aggregates Spark knows that cannot be merged across micro-batches, with what to write instead. */
     private static final Map<String, String> NOT_MERGEABLE = Map.ofEntries(
-            Map.entry("collect_list", "one of " + Measure.Kind.all()),
-            Map.entry("collect_set", "approx_count_distinct(col) for how many distinct values, or one of " + Measure.Kind.all()),
-            Map.entry("array_agg", "one of " + Measure.Kind.all()),
+            Map.entry("collect_list", "one of " + MEASURES_WRITTEN),
+            Map.entry("collect_set", "approx_count_distinct(col) for how many distinct values, or one of " + MEASURES_WRITTEN),
+            Map.entry("array_agg", "one of " + MEASURES_WRITTEN),
             Map.entry("percentile", "percentile_approx(col, p) (a KLL sketch while streaming, the exact percentile after reconcile)"),
             Map.entry("percentile_cont", "percentile_approx(col, p) (a KLL sketch while streaming, the exact percentile after reconcile)"),
             Map.entry("percentile_disc", "percentile_approx(col, p) (a KLL sketch while streaming, the exact percentile after reconcile)"),
             Map.entry("median", "percentile_approx(col, 0.5)"),
-            Map.entry("mode", "one of " + Measure.Kind.all()),
+            Map.entry("mode", "one of " + MEASURES_WRITTEN),
             Map.entry("first", "min(col) or max(col)"),
             Map.entry("first_value", "min(col) or max(col)"),
             Map.entry("last", "min(col) or max(col)"),
             Map.entry("last_value", "min(col) or max(col)"),
             Map.entry("any_value", "min(col) or max(col)"),
             Map.entry("count_if", "count(*) FILTER (WHERE condition)"),
-            Map.entry("stddev", "avg(col) and avg over the square, or one of " + Measure.Kind.all()),
-            Map.entry("variance", "one of " + Measure.Kind.all()),
-            Map.entry("string_agg", "one of " + Measure.Kind.all()),
-            Map.entry("listagg", "one of " + Measure.Kind.all()),
+            Map.entry("stddev", "avg(col) and avg over the square, or one of " + MEASURES_WRITTEN),
+            Map.entry("variance", "one of " + MEASURES_WRITTEN),
+            Map.entry("string_agg", "one of " + MEASURES_WRITTEN),
+            Map.entry("listagg", "one of " + MEASURES_WRITTEN),
             Map.entry("approx_percentile", "percentile_approx(col, p)"));
 
     private static final Set<String> SCALAR_SAFE = Set.of("window", "session_window", "window_time");
@@ -716,7 +739,7 @@ public final class PipelineParser {
                 String col = columnName(a, events);
                 if (dimensions.stream().noneMatch(d -> d.name().equalsIgnoreCase(col))) {
                     throw refuse(a, "'" + col + "' is selected but not grouped by, and is not an aggregate", "add it to GROUP BY, or "
-                            + "aggregate it: one of " + Measure.Kind.all());
+                            + "aggregate it: one of " + MEASURES_WRITTEN);
                 }
                 if (alias != null && !alias.equalsIgnoreCase(col)) {
                     throw refuse(e, "a dimension renamed (" + col + " AS " + alias + "); a KPI table keeps the event column's name", col);
@@ -725,8 +748,8 @@ public final class PipelineParser {
                 outputNames.add(col.toLowerCase(Locale.ROOT));
             } else if (item instanceof UnresolvedFunction f) {
                 Measure m = measure(f, alias, e, events);
-                for (String stored : m.storedColumns()) {
-                    String column = stored.substring(0, stored.indexOf(' ')).toLowerCase(Locale.ROOT);
+                for (org.apache.spark.sql.types.StructField stored : m.stored()) {
+                    String column = stored.name().toLowerCase(Locale.ROOT);
                     String clash = kpiColumnClash(column);
                     if (!outputNames.add(column) || clash != null) {
                         throw refuse(e, "the measure '" + m.name() + "' would store a column '" + column + "' that "
@@ -736,7 +759,7 @@ public final class PipelineParser {
                 measures.add(m);
             } else {
                 throw refuse(item, "'" + source(item) + "' is neither the window, a grouped column nor a measure",
-                        "one of " + Measure.Kind.all() + " over an event column, AS a name");
+                        "one of " + MEASURES_WRITTEN + " over an event column, AS a name");
             }
         }
         if (!windowSelected) {
@@ -749,7 +772,7 @@ public final class PipelineParser {
             }
         }
         if (measures.isEmpty()) {
-            throw refuse(agg, "no measure", "at least one of " + Measure.Kind.all() + ", AS a name");
+            throw refuse(agg, "no measure", "at least one of " + MEASURES_WRITTEN + ", AS a name");
         }
         Pipeline.KafkaOutput output = kafkaOutput(st, name, events);
         measures = tableProperties(st, name, measures, outputNames);
@@ -1088,27 +1111,18 @@ public final class PipelineParser {
         if (NOT_MERGEABLE.containsKey(fn)) {
             throw refuse(f, written + " cannot be merged across micro-batches", NOT_MERGEABLE.get(fn));
         }
-        Measure.Kind kind = switch (fn) {
-            case "count" -> Measure.Kind.COUNT;
-            case "sum" -> Measure.Kind.SUM;
-            case "min" -> Measure.Kind.MIN;
-            case "max" -> Measure.Kind.MAX;
-            case "avg", "mean" -> Measure.Kind.AVG;
-            case "approx_count_distinct" -> Measure.Kind.APPROX_COUNT_DISTINCT;
-            case "percentile_approx" -> Measure.Kind.PERCENTILE_APPROX;
-            default -> null;
-        };
-        if (kind == null) {
+        AggregateFunction function = AGGREGATES.get(fn);
+        if (function == null) {
             boolean builtin = CollectionConverters.asJava(f.nameParts()).size() == 1
                     && FunctionRegistry$.MODULE$.builtin().functionExists(new FunctionIdentifier(fn));
             throw refuse(f, builtin ? written + " is not an aggregate Tidemark can keep mergeable"
-                    : "unknown function '" + fn + "' (a pipeline uses Spark's built-in functions, no UDFs)", "one of " + Measure.Kind.all());
+                    : "unknown function '" + fn + "' (a pipeline uses Spark's built-in functions, no UDFs)", "one of " + MEASURES_WRITTEN);
         }
         if (alias == null || alias.isBlank() || item == f) {
             throw refuse(f, "the measure " + written + " has no name", written + " AS a_name");
         }
         if (f.isDistinct()) {
-            throw refuse(f, written + ": a DISTINCT aggregate cannot be merged across micro-batches", kind == Measure.Kind.COUNT
+            throw refuse(f, written + ": a DISTINCT aggregate cannot be merged across micro-batches", function instanceof Count
                     ? "approx_count_distinct(col) (an HLL sketch while streaming, the exact distinct count after reconcile)"
                     : fn + "(col) without DISTINCT");
         }
@@ -1121,16 +1135,14 @@ public final class PipelineParser {
             filter = source(f.filter().get());
         }
         List<Expression> args = CollectionConverters.asJava(f.arguments());
-        if (kind == Measure.Kind.COUNT && args.size() == 1 && (args.get(0) instanceof UnresolvedStar
+        if (function instanceof Count && args.size() == 1 && (args.get(0) instanceof UnresolvedStar
                 || (args.get(0) instanceof Literal l && l.value() != null && !(l.dataType() instanceof StringType)))) {
-            return new Measure(alias, Measure.Kind.COUNT_ALL, null, null, null, filter, Double.NaN, null, true, at(f));
+            return new Measure(alias, new Count(true), null, null, null, filter, null, true, at(f));
         }
-        int expected = kind == Measure.Kind.PERCENTILE_APPROX ? 2 : 1;
+        int expected = function.arguments();
         if (args.size() != expected) {
-            throw refuse(f, written + " takes " + (expected == 1 ? "one column" : "a column and a percentile") + (kind == Measure.Kind
-                    .PERCENTILE_APPROX && args.size() == 3 ? " (the sketch's accuracy is Tidemark's)" : "") + (kind == Measure.Kind
-                    .APPROX_COUNT_DISTINCT && args.size() == 2 ? " (the sketch's precision is Tidemark's: lgK " + Measure.HLL_LG_K + ")" : ""),
-                    kind.spelling);
+            throw refuse(f, written + " takes " + (expected == 1 ? "one column" : "a column and a percentile") + function.argumentsNote(args.size()),
+                    function.spelling());
         }
         Expression arg = args.get(0);
         Column column;
@@ -1148,44 +1160,22 @@ public final class PipelineParser {
             throw refuse(arg, "the argument " + source(arg) + "; a measure reads one event column", fn + "(column), or " + fn
                     + "(CAST(column AS DECIMAL(p, s))) for an exact sum of a floating-point column");
         }
-        boolean floating = type instanceof DoubleType || type instanceof FloatType;
-        switch (kind) {
-            case SUM, AVG -> {
-                if (!numeric(type)) {
-                    throw refuse(arg, fn + " over " + column.name() + ", a " + type.sql() + " column", fn + " over a numeric column");
-                }
-                if (floating) {
-                    throw refuse(arg, fn + " over " + column.name() + ", a " + type.sql() + " column: a floating-point sum depends on the order "
-                            + "of its terms, so the stream's and reconcile's answers could differ", fn + "(CAST(" + column.name()
-                            + " AS DECIMAL(38, 9))) (declare the scale the values need)");
-                }
-            }
-            case MIN, MAX -> {
-                if (type instanceof BooleanType) {
-                    throw refuse(arg, fn + " over " + column.name() + ", a BOOLEAN column", "count(*) FILTER (WHERE " + column.name() + ")");
-                }
-            }
-            case PERCENTILE_APPROX -> {
-                if (!numeric(type)) {
-                    throw refuse(arg, "percentile_approx over " + column.name() + ", a " + type.sql() + " column", "percentile_approx over a "
-                            + "numeric column");
-                }
-            }
-            default -> {
-            }
+        AggregateFunction.Refusal refused = function.refuse(fn, column.name(), type).orElse(null);
+        if (refused != null) {
+            throw refuse(arg, refused.what(), refused.instead());
         }
-        double q = Double.NaN;
-        if (kind == Measure.Kind.PERCENTILE_APPROX) {
+        if (function instanceof Percentile) {
             Expression p = args.get(1);
             Double value = p instanceof Literal l && l.value() != null ? toDouble(l) : null;
             if (value == null || !(value > 0 && value < 1)) {
                 throw refuse(p, "the percentile " + source(p) + " is not one number between 0 and 1", "percentile_approx(" + column.name()
                         + ", 0.95)");
             }
-            q = value;
+            function = new Percentile(value);
         }
         String argument = arg instanceof Cast ? "CAST(" + column.name() + " AS " + type.sql() + ")" : column.name();
-        return new Measure(alias, kind, column.name(), argument, type, filter, q, null, kind == Measure.Kind.COUNT || (filter == null && column.notNull()), at(f));
+        return new Measure(alias, function, column.name(), argument, type, filter, null, function instanceof Count || (filter == null && column.notNull()),
+                at(f));
     }
 
     private Column eventColumn(UnresolvedAttribute a, EventTable events) {

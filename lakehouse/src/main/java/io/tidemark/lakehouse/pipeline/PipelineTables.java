@@ -5,6 +5,10 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+
 /**
  * The DDL of the tables whose columns a pipeline decides, written as {@code sql/tables.sql} writes
  * the others (one {@code CREATE TABLE IF NOT EXISTS tidemark.<name> (...)} statement each, columns
@@ -14,6 +18,13 @@ import java.util.Set;
  * writes on every micro-batch (sql/tables.sql says why).
  */
 public final class PipelineTables {
+    private static final DataType STRING = DataTypes.StringType;
+    private static final DataType INT = DataTypes.IntegerType;
+    private static final DataType BIGINT = DataTypes.LongType;
+    private static final DataType BOOLEAN = DataTypes.BooleanType;
+    private static final DataType TIMESTAMP = DataTypes.TimestampType;
+    private static final DataType DATE = DataTypes.DateType;
+
     /** The Delta properties of the tables written on every micro-batch; sql/tables.sql explains each. */
     public static final String BATCH_TABLE_PROPERTIES = "'delta.checkpointInterval' = '10',\n"
             + "  'delta.logRetentionDuration' = 'interval 7 days',\n"
@@ -39,16 +50,17 @@ public final class PipelineTables {
         return out;
     }
 
-    private static List<String> eventColumns(Pipeline p, boolean describeTime) {
-        List<String> out = new ArrayList<>();
+    private static List<StructField> eventColumns(Pipeline p, boolean describeTime) {
+        List<StructField> out = new ArrayList<>();
         for (Pipeline.Column c : p.events().columns()) {
-            out.add(c + (describeTime && c.name().equals(p.events().eventTime()) ? " COMMENT 'event time'" : ""));
+            StructField f = Measure.field(c.name(), c.type(), !c.notNull());
+            out.add(describeTime && c.name().equals(p.events().eventTime()) ? f.withComment("event time") : f);
         }
         return out;
     }
 
     static String rawEvents(Pipeline p) {
-        List<String> cols = eventColumns(p, true);
+        List<StructField> cols = eventColumns(p, true);
         cols.addAll(rawEventsOwn(p.tables().size() == 1 && p.tables().get(0).window().tumbling()
                 ? "true: its window had closed when it arrived; it is in late_events, not in streaming KPIs"
                 : "true: a window of it had closed when it arrived; that contribution is in late_events, not in streaming KPIs",
@@ -70,22 +82,15 @@ public final class PipelineTables {
                 "stream_batch_id", "micro-batch that last wrote the row; null once reconciled",
                 "event_date", "UTC date of window_start"));
         for (Measure m : t.measures()) {
-            comments.put(m.name(), m.written() + switch (m.kind()) {
-                case SUM -> ": exact";
-                case AVG -> ": from the exact sum and count beside it";
-                case APPROX_COUNT_DISTINCT -> ": HLL estimate while streaming, exact after reconcile";
-                case PERCENTILE_APPROX -> ": KLL estimate while streaming, exact after reconcile";
-                default -> "";
-            });
+            comments.put(m.name(), m.written() + m.function().describe());
             if (m.sketched()) {
-                comments.put(m.sketch(), m.partial().get(0).substring(0, m.partial().get(0).lastIndexOf(" AS ")) + ": merge with "
-                        + (m.kind() == Measure.Kind.APPROX_COUNT_DISTINCT ? "hll_union / hll_union_agg" : "kll_sketch_merge_* / kll_merge_agg_*"));
+                comments.put(m.sketch(), m.partial().get(0).sql() + ": merge with " + m.function().sketchMerge());
             }
         }
-        List<String> cols = new ArrayList<>();
-        for (String c : t.columns()) {
-            String comment = comments.get(c.substring(0, c.indexOf(' ')));
-            cols.add(comment == null ? c : c + " COMMENT '" + Pipeline.literal(comment) + "'");
+        List<StructField> cols = new ArrayList<>();
+        for (StructField c : t.columns()) {
+            String comment = comments.get(c.name());
+            cols.add(comment == null ? c : c.withComment(comment));
         }
         // A table with Kafka output keeps Delta's change data feed: the publisher's outbox (kafka-output's KpiPublisher).
         return create(t.name(), cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES
@@ -96,16 +101,16 @@ public final class PipelineTables {
     public static final String CHANGE_DATA_FEED = "'delta.enableChangeDataFeed' = 'true'";
 
     /** raw_events' own columns, after the event's: where the record came from, its batch and its day. */
-    private static List<String> rawEventsOwn(String isLate, String eventTime) {
+    private static List<StructField> rawEventsOwn(String isLate, String eventTime) {
         return List.of(
-                "payload          STRING    NOT NULL COMMENT 'the message as received, extra fields included'",
-                "kafka_topic      STRING    NOT NULL",
-                "kafka_partition  INT       NOT NULL",
-                "kafka_offset     BIGINT    NOT NULL",
-                "ingest_ts        TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp: when the record entered the log'",
-                "is_late          BOOLEAN   NOT NULL COMMENT '" + isLate + "'",
-                "batch_id         BIGINT    NOT NULL COMMENT 'micro-batch that ingested it'",
-                "event_date       DATE      NOT NULL COMMENT 'UTC date of " + eventTime + "'");
+                own("payload", STRING, "the message as received, extra fields included"),
+                own("kafka_topic", STRING, null),
+                own("kafka_partition", INT, null),
+                own("kafka_offset", BIGINT, null),
+                own("ingest_ts", TIMESTAMP, "Kafka record timestamp: when the record entered the log"),
+                own("is_late", BOOLEAN, isLate),
+                own("batch_id", BIGINT, "micro-batch that ingested it"),
+                own("event_date", DATE, "UTC date of " + eventTime));
     }
 
     /**
@@ -116,39 +121,51 @@ public final class PipelineTables {
      */
     public static Set<String> ownEventColumns() {
         Set<String> out = new java.util.TreeSet<>();
-        for (String c : rawEventsOwn("", "")) {
-            out.add(c.substring(0, c.indexOf(' ')));
-        }
-        for (String c : LATE_EVENTS_OWN) {
-            out.add(c.substring(0, c.indexOf(' ')));
-        }
+        rawEventsOwn("", "").forEach(c -> out.add(c.name()));
+        LATE_EVENTS_OWN.forEach(c -> out.add(c.name()));
         return java.util.Collections.unmodifiableSet(out);
     }
 
     /** late_events' own columns, after the event's: the window it missed, by how much, where it came from, for which KPI table. */
-    private static final List<String> LATE_EVENTS_OWN = List.of(
-                "window_start     TIMESTAMP NOT NULL",
-                "window_end       TIMESTAMP NOT NULL",
-                "watermark        TIMESTAMP NOT NULL COMMENT 'the watermark in force for the batch that caught it'",
-                "late_by_ms       BIGINT    NOT NULL COMMENT 'watermark - window_end: how long ago its window closed'",
-                "batch_id         BIGINT    NOT NULL",
-                "kafka_topic      STRING    NOT NULL",
-                "kafka_partition  INT       NOT NULL",
-                "kafka_offset     BIGINT    NOT NULL",
-                "arrival_ts       TIMESTAMP NOT NULL COMMENT 'Kafka record timestamp'",
-                "event_date       DATE      NOT NULL",
-                "kpi              STRING             COMMENT 'the KPI table whose window it was late for (null in rows written before late_events "
-                        + "named it: the first KPI table)'");
+    private static final List<StructField> LATE_EVENTS_OWN = List.of(
+            own("window_start", TIMESTAMP, null),
+            own("window_end", TIMESTAMP, null),
+            own("watermark", TIMESTAMP, "the watermark in force for the batch that caught it"),
+            own("late_by_ms", BIGINT, "watermark - window_end: how long ago its window closed"),
+            own("batch_id", BIGINT, null),
+            own("kafka_topic", STRING, null),
+            own("kafka_partition", INT, null),
+            own("kafka_offset", BIGINT, null),
+            own("arrival_ts", TIMESTAMP, "Kafka record timestamp"),
+            own("event_date", DATE, null),
+            Measure.field("kpi", STRING, true).withComment("the KPI table whose window it was late for (null in rows written before "
+                    + "late_events named it: the first KPI table)"));
+
+    /** A NOT NULL column of Tidemark's own, with its comment (or none). */
+    private static StructField own(String name, DataType type, String comment) {
+        StructField f = Measure.field(name, type, false);
+        return comment == null ? f : f.withComment(comment);
+    }
 
     static String lateEvents(Pipeline p) {
-        List<String> cols = eventColumns(p, false);
+        List<StructField> cols = eventColumns(p, false);
         cols.addAll(LATE_EVENTS_OWN);
         return create("late_events", cols, "TBLPROPERTIES (\n  " + BATCH_TABLE_PROPERTIES + ")");
     }
 
-    private static String create(String table, List<String> columns, String properties) {
+    /** {@code name TYPE}, {@code NOT NULL} when the column is, and its comment: a column as a CREATE TABLE declares it. */
+    public static String ddl(StructField f) {
+        return f.name() + typeAndComment(f);
+    }
+
+    private static String typeAndComment(StructField f) {
+        return " " + f.dataType().sql() + (f.nullable() ? "" : " NOT NULL")
+                + (f.getComment().isDefined() ? " COMMENT '" + Pipeline.literal(f.getComment().get()) + "'" : "");
+    }
+
+    private static String create(String table, List<StructField> columns, String properties) {
         // Each column's name quoted: a producer's field may be called timestamp, order or key.
-        List<String> quoted = columns.stream().map(c -> Pipeline.quote(c.substring(0, c.indexOf(' '))) + c.substring(c.indexOf(' '))).toList();
+        List<String> quoted = columns.stream().map(c -> Pipeline.quote(c.name()) + typeAndComment(c)).toList();
         return "CREATE TABLE IF NOT EXISTS tidemark." + table + " (\n  " + String.join(",\n  ", quoted) + "\n) USING delta\n"
                 + "PARTITIONED BY (event_date)\n"
                 + "LOCATION '${lakehouse}/" + table + "'\n"

@@ -63,7 +63,7 @@ class MeasureFacesTest {
     /** The stored columns of one batch's records: the partials, grouped by the dimensions. */
     private static String partials(Pipeline.KpiTable t, String view) {
         List<String> aggs = new ArrayList<>();
-        t.measures().forEach(m -> aggs.addAll(m.partial()));
+        t.measures().forEach(m -> m.partial().forEach(p -> aggs.add(p.aliased())));
         return "SELECT " + dims(t) + ", " + String.join(", ", aggs) + " FROM " + view + (t.where() == null ? "" : " WHERE " + t.where())
                 + " GROUP BY " + dims(t);
     }
@@ -80,7 +80,7 @@ class MeasureFacesTest {
     void twoBatchesMergedGiveTheRowOfOneBatchAndTheExactMeasuresTheTruth() {
         for (Pipeline.KpiTable t : PAYMENTS.tables()) {
             List<String> merges = new ArrayList<>();
-            t.measures().forEach(m -> merges.addAll(m.merge()));
+            t.measures().forEach(m -> m.merge().forEach(p -> merges.add(p.aliased())));
             String on = String.join(" AND ", t.dimensions().stream().map(d -> "s." + d.name() + " = b." + d.name()).toList());
             String merged = "SELECT " + String.join(", ", t.dimensions().stream().map(d -> "s." + d.name()).toList()) + ", "
                     + String.join(", ", merges) + " FROM (" + partials(t, "batch1") + ") s JOIN (" + partials(t, "batch2") + ") b ON " + on;
@@ -89,13 +89,13 @@ class MeasureFacesTest {
             assertThat(values(t, merged)).as("%s: two batches merged", t.name()).isEqualTo(oneBatch);
 
             List<String> exact = new ArrayList<>();
-            t.measures().forEach(m -> exact.add((m.exactWhileStreaming() || m.kind() == Measure.Kind.APPROX_COUNT_DISTINCT
+            t.measures().forEach(m -> exact.add((m.exactWhileStreaming() || m.function() instanceof DistinctCount
                     ? m.exact() : m.value().replace(m.name() + "_sketch", "NULL")) + " AS " + m.name()));
             List<String> truth = spark.sql("SELECT " + dims(t) + ", " + String.join(", ", exact) + " FROM all_rows"
                     + (t.where() == null ? "" : " WHERE " + t.where()) + " GROUP BY " + dims(t) + " ORDER BY " + dims(t))
                     .collectAsList().stream().map(Row::toString).toList();
             // The percentile is the one measure whose stream value may differ from the truth: compare the others.
-            int p95 = t.measures().stream().map(Measure::kind).toList().indexOf(Measure.Kind.PERCENTILE_APPROX);
+            int p95 = t.measures().stream().map(m -> m.function() instanceof Percentile).toList().indexOf(true);
             int skip = p95 < 0 ? -1 : t.dimensions().size() + p95;
             assertThat(withoutColumn(truth, skip)).as("%s: the exact recompute", t.name()).isEqualTo(withoutColumn(oneBatch, skip));
         }
@@ -107,7 +107,7 @@ class MeasureFacesTest {
             KpiAggregation aggregation = new KpiAggregation(t, PAYMENTS.events().eventTime());
             String on = String.join(" AND ", t.dimensions().stream().map(d -> "s." + d.name() + " = b." + d.name()).toList());
             List<String> merges = new ArrayList<>();
-            t.measures().forEach(m -> merges.addAll(m.merge()));
+            t.measures().forEach(m -> m.merge().forEach(p -> merges.add(p.aliased())));
             String state = String.join(", ", aggregation.state());
             List<Row> sql = spark.sql("SELECT " + state + " FROM (SELECT " + String.join(", ", t.dimensions().stream().map(d -> "s." + d.name())
                     .toList()) + ", " + String.join(", ", merges) + " FROM (" + partials(t, "batch1") + ") s JOIN (" + partials(t, "batch2")
@@ -131,8 +131,8 @@ class MeasureFacesTest {
             List<String> plain = new ArrayList<>();
             List<String> exact = new ArrayList<>();
             for (Measure m : t.measures()) {
-                plain.add("CAST(" + m.writtenExact() + " AS " + m.resultType() + ") AS " + m.name());
-                exact.add("CAST(" + m.exact() + " AS " + m.resultType() + ") AS " + m.name());
+                plain.add("CAST(" + m.writtenExact() + " AS " + m.resultType().sql() + ") AS " + m.name());
+                exact.add("CAST(" + m.exact() + " AS " + m.resultType().sql() + ") AS " + m.name());
             }
             String where = t.where() == null ? "" : " WHERE " + t.where();
             String order = " GROUP BY " + dims(t) + " ORDER BY " + dims(t);
@@ -158,10 +158,9 @@ class MeasureFacesTest {
     @Test
     void theExactPercentileIsAValueOfTheWindowAndTheSketchsQuantileIsNear() {
         Pipeline.KpiTable t = PAYMENTS.table("merchant_1m").orElseThrow();
-        Measure p95 = t.measures().stream().filter(m -> m.kind() == Measure.Kind.PERCENTILE_APPROX).findFirst().orElseThrow();
+        Measure p95 = t.measures().stream().filter(m -> m.function() instanceof Percentile).findFirst().orElseThrow();
         Row exact = spark.sql("SELECT " + p95.exact() + " FROM all_rows WHERE merchant_id = 'm0' AND country = 'DE'").first();
-        Row sketch = spark.sql("SELECT " + p95.value().replace(p95.name() + "_sketch", "(SELECT " + p95.partial().get(0)
-                .replace(" AS " + p95.name() + "_sketch", "") + " FROM all_rows WHERE merchant_id = 'm0' AND country = 'DE')")).first();
+        Row sketch = spark.sql("SELECT " + p95.value().replace(p95.name() + "_sketch", "(SELECT " + p95.partial().get(0).sql() + " FROM all_rows WHERE merchant_id = 'm0' AND country = 'DE')")).first();
         List<BigDecimal> amounts = spark.sql("SELECT amount FROM all_rows WHERE merchant_id = 'm0' AND country = 'DE' ORDER BY amount")
                 .collectAsList().stream().map(r -> r.getDecimal(0)).toList();
         // The smallest amount with at least 95 % of the window's amounts at or below it, in the column's type.

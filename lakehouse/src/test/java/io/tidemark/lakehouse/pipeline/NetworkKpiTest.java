@@ -246,8 +246,8 @@ class NetworkKpiTest {
         List<String> registers = new ArrayList<>();
         for (String order : orders) {
             // One partition, sorted: the union sees the sketches in exactly this order.
-            Row r = spark.sql("SELECT hll_sketch_estimate(hll_union_agg(s)), " + "hll_sketch_estimate(" + Measure.orderFreeUnion("s") + ")"
-                    + ", hex(substring(" + Measure.orderFreeUnion("s") + ", 41)), count(*) FROM (SELECT s FROM window_sketches "
+            Row r = spark.sql("SELECT hll_sketch_estimate(hll_union_agg(s)), " + "hll_sketch_estimate(" + DistinctCount.orderFreeUnion("s") + ")"
+                    + ", hex(substring(" + DistinctCount.orderFreeUnion("s") + ", 41)), count(*) FROM (SELECT s FROM window_sketches "
                     + "ORDER BY " + order + ")").first();
             assertThat(r.getLong(3)).isEqualTo(90);
             hip.add((double) r.getLong(0));
@@ -267,11 +267,11 @@ class NetworkKpiTest {
     /** The roll-up views spell each union of sketches the order-free way, and nothing else unions sketches. */
     @Test
     void theViewsRollUpWithTheOrderFreeUnion() {
-        String union = Measure.orderFreeUnion("subscriber_sketch") + " AS subscriber_sketch";
+        String union = DistinctCount.orderFreeUnion("subscriber_sketch") + " AS subscriber_sketch";
         List<String> views = new Lakehouse("").viewStatements();
         List<String> rollUps = views.stream().filter(v -> v.contains("hll_union_agg")).toList();
         assertThat(rollUps).hasSize(2).allSatisfy(v -> assertThat(v).contains(union));
-        assertThat(String.join("\n", views).replace(Measure.orderFreeUnion("subscriber_sketch"), ""))
+        assertThat(String.join("\n", views).replace(DistinctCount.orderFreeUnion("subscriber_sketch"), ""))
                 .doesNotContain("hll_union_agg");
     }
 }

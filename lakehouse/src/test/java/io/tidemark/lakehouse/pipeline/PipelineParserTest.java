@@ -60,7 +60,7 @@ class PipelineParserTest {
         assertThat(k.where()).isNull();
         assertThat(k.measures()).extracting(Measure::written).containsExactly("count(*)", "sum(CAST(volume_gb AS DECIMAL(38,9)))",
                 "approx_count_distinct(subscriber_id)");
-        assertThat(k.measures()).extracting(Measure::resultType).containsExactly("BIGINT", "DECIMAL(38,9)", "BIGINT");
+        assertThat(k.measures()).extracting(m -> m.resultType().sql()).containsExactly("BIGINT", "DECIMAL(38,9)", "BIGINT");
         assertThat(k.at()).hasToString(PIPELINES.resolve("network.sql") + ":23:1");
         // The table it declares is kpi_5m as sql/tables.sql created it (PipelineTablesTest holds the generated DDL equal to it).
         assertThat(k.measures().get(2).sketch()).isEqualTo("subscriber_sketch");
@@ -72,8 +72,8 @@ class PipelineParserTest {
                 + "approx_count_distinct(user_id) AS users FROM STREAM pay GROUP BY window(ts, '1 minute');";
         Measure users = PipelineParser.parse("p.sql", EVENTS + String.format(table, "'users.sketch_column' = 'user_sketch'"))
                 .tables().get(0).measures().get(1);
-        assertThat(users.storedColumns()).containsExactly("users BIGINT NOT NULL", "user_sketch BINARY NOT NULL");
-        assertThat(users.partial()).containsExactly("hll_sketch_agg(user_id, 12) AS user_sketch");
+        assertThat(users.stored().stream().map(PipelineTables::ddl).toList()).containsExactly("users BIGINT NOT NULL", "user_sketch BINARY NOT NULL");
+        assertThat(users.partial().stream().map(Measure.Computed::aliased).toList()).containsExactly("hll_sketch_agg(user_id, 12) AS user_sketch");
         assertThat(refusal(EVENTS + String.format(table, "'n.sketch_column' = 'x'"))).isEqualTo("p.sql:5:1: table property 'n.sketch_column'; "
                 + "a KPI table knows '<measure>.sketch_column', for a measure with a sketch (approx_count_distinct, "
                 + "percentile_approx), and its Kafka output's 'output.kafka.*' and 'kafka.option.*'; write instead: TBLPROPERTIES ('users.sketch_column' = 'users_sketch'), or no TBLPROPERTIES");
@@ -162,19 +162,19 @@ class PipelineParserTest {
         assertThat(m.measures()).extracting(Measure::name).containsExactly("txns", "approved_amount", "declined", "users", "p95_amount",
                 "max_amount");
         Measure approved = m.measures().get(1);
-        assertThat(approved.kind()).isEqualTo(Measure.Kind.SUM);
+        assertThat(approved.function()).isEqualTo(new Sum());
         assertThat(approved.filter()).isEqualTo("status = 'approved'");
-        assertThat(approved.resultType()).isEqualTo("DECIMAL(22,2)");
+        assertThat(approved.resultType().sql()).isEqualTo("DECIMAL(22,2)");
         // the FILTER folded into the argument: Spark's sorted aggregation drops FILTER clauses (Measure.partial)
-        assertThat(approved.partial()).containsExactly("sum(CASE WHEN status = 'approved' THEN amount END) AS approved_amount");
-        assertThat(approved.merge()).containsExactly("coalesce(s.approved_amount + b.approved_amount, s.approved_amount, b.approved_amount)"
+        assertThat(approved.partial().stream().map(Measure.Computed::aliased).toList()).containsExactly("sum(CASE WHEN status = 'approved' THEN amount END) AS approved_amount");
+        assertThat(approved.merge().stream().map(Measure.Computed::aliased).toList()).containsExactly("coalesce(s.approved_amount + b.approved_amount, s.approved_amount, b.approved_amount)"
                 + " AS approved_amount");
-        assertThat(m.measures().get(2).kind()).isEqualTo(Measure.Kind.COUNT_ALL);
+        assertThat(m.measures().get(2).function()).isEqualTo(new Count(true));
         Measure p95 = m.measures().get(4);
-        assertThat(p95.quantile()).isEqualTo(0.95);
-        assertThat(p95.partial()).containsExactly("kll_sketch_agg_double(CAST(amount AS DOUBLE)) AS p95_amount_sketch");
+        assertThat(p95.function()).isEqualTo(new Percentile(0.95));
+        assertThat(p95.partial().stream().map(Measure.Computed::aliased).toList()).containsExactly("kll_sketch_agg_double(CAST(amount AS DOUBLE)) AS p95_amount_sketch");
         assertThat(p95.exact()).isEqualTo("try_element_at(sort_array(collect_list(amount)), CAST(greatest(ceil(0.95 * count(amount)), 1) AS INT))");
-        assertThat(m.columns()).containsSubsequence("window_start TIMESTAMP NOT NULL", "merchant_id STRING NOT NULL", "country STRING NOT NULL",
+        assertThat(m.columns().stream().map(PipelineTables::ddl).toList()).containsSubsequence("window_start TIMESTAMP NOT NULL", "merchant_id STRING NOT NULL", "country STRING NOT NULL",
                 "txns BIGINT NOT NULL", "approved_amount DECIMAL(22,2)", "users BIGINT NOT NULL", "users_sketch BINARY NOT NULL",
                 "p95_amount DECIMAL(12,2) NOT NULL", "p95_amount_sketch BINARY NOT NULL", "max_amount DECIMAL(12,2) NOT NULL",
                 "event_date DATE NOT NULL");
@@ -184,7 +184,7 @@ class PipelineParserTest {
         assertThat(c.window().windowsPerRecord()).isEqualTo(4);
         assertThat(c.where()).isEqualTo("status <> 'refunded'");
         Measure avg = c.measures().get(1);
-        assertThat(avg.storedColumns()).containsExactly("avg_amount DECIMAL(16,6) NOT NULL", "avg_amount_sum DECIMAL(22,2) NOT NULL",
+        assertThat(avg.stored().stream().map(PipelineTables::ddl).toList()).containsExactly("avg_amount DECIMAL(16,6) NOT NULL", "avg_amount_sum DECIMAL(22,2) NOT NULL",
                 "avg_amount_count BIGINT NOT NULL");
         assertThat(avg.value()).isEqualTo("CAST(avg_amount_sum / avg_amount_count AS DECIMAL(16,6))");
     }
@@ -200,7 +200,7 @@ class PipelineParserTest {
     void nonMergeableAggregatesAreRefusedWithWhatToWriteInstead() {
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, collect_list(id) AS ids FROM STREAM pay "
                 + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: collect_list(id) cannot be merged across micro-batches; "
-                + "write instead: one of " + Measure.Kind.all());
+                + "write instead: one of " + PipelineParser.MEASURES_WRITTEN);
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(DISTINCT user_id) AS u FROM STREAM pay "
                 + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: count(DISTINCT user_id): a DISTINCT aggregate cannot be merged "
                 + "across micro-batches; write instead: approx_count_distinct(col) (an HLL sketch while streaming, the exact distinct count "
@@ -210,14 +210,14 @@ class PipelineParserTest {
                 + "write instead: percentile_approx(col, 0.5)");
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, stddev_pop(amount) AS m FROM STREAM pay "
                 + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: stddev_pop(amount) is not an aggregate Tidemark can keep "
-                + "mergeable; write instead: one of " + Measure.Kind.all());
+                + "mergeable; write instead: one of " + PipelineParser.MEASURES_WRITTEN);
     }
 
     @Test
     void udfsJoinsAndSessionWindowsAreRefused() {
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, my_udf(id) AS n FROM STREAM pay "
                 + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: unknown function 'my_udf' (a pipeline uses Spark's built-in "
-                + "functions, no UDFs); write instead: one of " + Measure.Kind.all());
+                + "functions, no UDFs); write instead: one of " + PipelineParser.MEASURES_WRITTEN);
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay p JOIN users u "
                 + "ON p.user_id = u.id GROUP BY window(ts, '1 minute');")).startsWith("p.sql:5:");
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM STREAM pay p JOIN users u "
@@ -255,7 +255,7 @@ class PipelineParserTest {
                 + "count(*) AS n, sum(CAST(score AS DECIMAL(20, 4))) AS s FROM STREAM pay GROUP BY window(ts, '1 minute');").tables().get(0)
                 .measures().get(1);
         assertThat(cast.argument()).isEqualTo("CAST(score AS DECIMAL(20,4))");
-        assertThat(cast.resultType()).isEqualTo("DECIMAL(30,4)");
+        assertThat(cast.resultType().sql()).isEqualTo("DECIMAL(30,4)");
     }
 
     /** A KPI table on line 5 that views on line 7 can build on. */
@@ -334,7 +334,7 @@ class PipelineParserTest {
                 + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: the measure count(*) has no name; write instead: count(*) AS a_name");
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, country, count(*) AS n FROM STREAM pay "
                 + "GROUP BY window(ts, '1 minute');")).isEqualTo("p.sql:5:65: 'country' is selected but not grouped by, and is not an "
-                + "aggregate; write instead: add it to GROUP BY, or aggregate it: one of " + Measure.Kind.all());
+                + "aggregate; write instead: add it to GROUP BY, or aggregate it: one of " + PipelineParser.MEASURES_WRITTEN);
         assertThat(kpi("CREATE STREAMING TABLE t AS SELECT window(ts, '1 minute') AS w, count(*) AS n FROM pay "
                 + "GROUP BY window(ts, '1 minute');")).contains("reads a table once; a KPI table reads the events as a stream; write instead: "
                 + "FROM STREAM pay");
