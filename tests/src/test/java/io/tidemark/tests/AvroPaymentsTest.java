@@ -22,9 +22,6 @@ import org.apache.avro.generic.GenericDatumWriter;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.lakehouse.SchemaRegistry;
 import io.tidemark.lakehouse.Lakehouse;
@@ -44,12 +41,7 @@ import io.tidemark.stream.StreamingJob;
  * one that goes away mid-run holds the batch that needs a new schema until it is back, and nothing is
  * lost.
  */
-class AvroPaymentsTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class AvroPaymentsTest extends OnSharedInfrastructure {
     static final String V1 = """
             {"type": "record", "name": "Payment", "namespace": "pay", "fields": [
               {"name": "txn_id", "type": "string"},

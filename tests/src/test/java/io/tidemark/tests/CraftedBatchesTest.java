@@ -13,9 +13,6 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
@@ -30,12 +27,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * {@link StatusJsonTest}'s.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CraftedBatchesTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class CraftedBatchesTest extends OnSharedInfrastructure {
     private static final Instant INGEST = Instant.parse("2026-11-28T12:00:00Z");
     private static final String D = "2026-11-28T";
     private Lakehouse lakehouse;

@@ -25,9 +25,6 @@ import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -50,12 +47,7 @@ import io.tidemark.reconcile.ReconcileResult;
  * JSON and Avro: the stream (late records included), a reconcile of the closed day, every table exact
  * against what was sent, conservation.
  */
-class FieldNamesTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class FieldNamesTest extends OnSharedInfrastructure {
     /** A column: its name, the field it reads, its SQL type and NOT NULL. */
     record Col(String name, String field, String type, boolean notNull) {
     }

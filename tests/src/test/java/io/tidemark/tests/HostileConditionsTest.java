@@ -35,9 +35,6 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.broker.BrokerSettings;
 import io.tidemark.broker.LocalKafkaBroker;
@@ -68,12 +65,7 @@ import io.tidemark.stream.StreamingJob;
  * events, 20 stream kills, 3 broker restarts, 10 concurrent and 5 killed reconciles). Both write
  * the figures to a results file ({@code -Dtidemark.hostile.results}).
  */
-class HostileConditionsTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class HostileConditionsTest extends OnSharedInfrastructure {
     /** How big and how hostile a run is. */
     record Plan(String name, long events, double ratePerSecond, double eventDays, double invalidFraction, int partitions,
                 int streamKills, int brokerRestarts, int reconcileRuns, int reconcileKills, long maxOffsetsPerTrigger) {

@@ -25,9 +25,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -40,12 +37,7 @@ import io.tidemark.stream.StreamingJob;
  * By default the stream stops with one clear line and writes nothing for that batch; with
  * stream.fail-on-data-loss=false it goes on and records each gap in stream_gaps.
  */
-class KafkaDataLossTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class KafkaDataLossTest extends OnSharedInfrastructure {
     private static final String RECOVER = "Nothing was written for that batch. To recover: restore the data to the topic and restart; "
             + "or restart with stream.fail-on-data-loss=false to continue past the gap and record it in the stream_gaps table; "
             + "or start over with a new checkpoint and a new lakehouse.";

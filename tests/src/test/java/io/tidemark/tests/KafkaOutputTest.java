@@ -18,9 +18,6 @@ import java.util.Map;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
@@ -51,12 +48,7 @@ import io.tidemark.stream.StreamingJob;
  * ones for final) and nothing else; the exactly-once topic has no (key, version) twice and no key whose
  * version goes backwards; reconcile's corrections carry versions of its commits; status shows no lag.
  */
-class KafkaOutputTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class KafkaOutputTest extends OnSharedInfrastructure {
     @Test
     void theTopicsHoldTheTablesThroughKilledStreamsAndReconciles() throws Exception {
         Path dir = infra.newDir("kafka-output");

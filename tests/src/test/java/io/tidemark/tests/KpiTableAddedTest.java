@@ -15,9 +15,6 @@ import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GeneratedMessage;
 import io.tidemark.generate.TrafficGenerator;
@@ -40,12 +37,7 @@ import io.tidemark.reconcile.ReconcileResult;
  * then dirty for it; reconcile makes both tables of both days the truth (Spark's own window() and
  * aggregates over every record), and the stream's rows of the open day are country_1h's own.
  */
-class KpiTableAddedTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class KpiTableAddedTest extends OnSharedInfrastructure {
     private static final LocalDate D27 = LocalDate.parse("2026-11-27");
     private static final LocalDate D28 = LocalDate.parse("2026-11-28");
 

@@ -18,9 +18,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 
@@ -42,12 +39,7 @@ import io.tidemark.stream.StreamingJob;
  * the cause; a lakehouse that fills up mid-stream stops it with one clear line, and after space is
  * freed a restart loses and doubles nothing. The mounts need root: skipped (with the reason) without.
  */
-class LakehouseStorageTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class LakehouseStorageTest extends OnSharedInfrastructure {
     @Test
     void aLakehouseUnderARegularFileFailsAtStartInBothJobsAndTheLauncher() throws Exception {
         Path dir = infra.newDir("notdir");

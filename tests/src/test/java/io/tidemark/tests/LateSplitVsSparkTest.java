@@ -19,9 +19,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.Trigger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.KafkaTrafficProducer;
@@ -36,12 +33,7 @@ import io.tidemark.stream.StreamingJob;
  * the plain native job side by side. Per (window, cell), the count native Spark ends up with must
  * equal the count in kpi_5m, and what native Spark dropped must be exactly what late_events holds.
  */
-class LateSplitVsSparkTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class LateSplitVsSparkTest extends OnSharedInfrastructure {
     /** Latest count per "window_start|cell" emitted by the native query (update mode). */
     static final Map<String, Long> NATIVE = new ConcurrentHashMap<>();
 

@@ -22,9 +22,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -49,12 +46,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * <p>The crafted topic: closed days D0..D2 written by several micro-batches each (one file per batch
  * and day), invalid records arriving on D0, late records for each closed day, and the open day D3.
  */
-class MaintenanceUnderLoadTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class MaintenanceUnderLoadTest extends OnSharedInfrastructure {
     private static final LocalDate D0 = LocalDate.parse("2026-11-25");
     private static final LocalDate D1 = D0.plusDays(1);
     private static final LocalDate D2 = D0.plusDays(2);

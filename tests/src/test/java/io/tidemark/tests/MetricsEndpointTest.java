@@ -16,9 +16,6 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
@@ -35,12 +32,7 @@ import io.tidemark.stream.StreamingJob;
  * {@link CraftedBatchesTest} (known fates) and a reconcile of its closed day, the counters and
  * gauges Prometheus holds equal the tables, and the alert rules load and evaluate.
  */
-class MetricsEndpointTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class MetricsEndpointTest extends OnSharedInfrastructure {
     private static final Path OPS = Path.of(System.getProperty("user.dir")).getParent().resolve("ops");
     private static final Duration PATIENCE = Duration.ofSeconds(90);
 

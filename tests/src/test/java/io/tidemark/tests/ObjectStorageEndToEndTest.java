@@ -18,9 +18,6 @@ import java.util.Set;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -46,12 +43,7 @@ import io.tidemark.operations.ConservationCheck;
  * whole flow: every table holds the same rows on S3 as on local disk, status reads the same, and the
  * Python reader (delta-rs) reads the S3 tables with its storage options.
  */
-class ObjectStorageEndToEndTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class ObjectStorageEndToEndTest extends OnSharedInfrastructure {
     /** Columns that hold a wall-clock time or duration, or a query's or run's id: they differ between any two runs. */
     private static final Set<String> WALL_CLOCK = Set.of("updated_at", "run_id", "run_started_at", "started_at", "finished_at",
             "detected_at", "removed_at", "batch_ts", "partition_clocks", "duration_ms", "query_id", "classify_ms", "write_ms", "freshness_ms");

@@ -33,9 +33,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
@@ -58,12 +55,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * negative control: the race test can fail). The server's conditional PUT, which the store relies on,
  * is probed first.
  */
-class ObjectStoreCommitRaceTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class ObjectStoreCommitRaceTest extends OnSharedInfrastructure {
     private static final Path WORK = Path.of(System.getProperty("tidemark.test.work", "target/work")).toAbsolutePath()
             .resolve("commit-race-" + UUID.randomUUID().toString().substring(0, 8));
     private static S3Server s3;

@@ -15,9 +15,6 @@ import java.util.Map;
 
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
@@ -45,12 +42,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * the full plan's. A reduced plan runs by default (1,200 records);
  * {@code -Dtidemark.skew.records=3000} runs the issue's 3,000.
  */
-class PartitionSkewTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class PartitionSkewTest extends OnSharedInfrastructure {
     private static final int RECORDS = Integer.getInteger("tidemark.skew.records", 1_200);
     private static final LocalDate DAY = LocalDate.parse("2026-11-28");
     private static final long LATENESS_MS = 600_000;

@@ -12,9 +12,6 @@ import java.util.Map;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
@@ -33,12 +30,7 @@ import io.tidemark.stream.StreamingJob;
  * conservation holds for both KPI tables, no table has a duplicate, and every table equals that of an
  * uninterrupted run over the same topic, row for row.
  */
-class PaymentsKillTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class PaymentsKillTest extends OnSharedInfrastructure {
     @Test
     void aKilledStreamEndsWithTheTablesOfAnUninterruptedOne() throws Exception {
         Path dir = infra.newDir("payments-kill");

@@ -19,9 +19,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GeneratedMessage;
 import io.tidemark.generate.PaymentKind;
@@ -48,12 +45,7 @@ import io.tidemark.reconcile.ReconcileResult;
  * The late split itself is recomputed from each batch's watermark.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class PaymentsPipelineTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class PaymentsPipelineTest extends OnSharedInfrastructure {
     private static final Instant START = Instant.parse("2026-11-28T23:00:00Z");
     private static final int COUNT = 4_000;
     private static final int PER_BATCH = 400;

@@ -14,9 +14,6 @@ import java.util.Map;
 
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.KafkaTrafficProducer;
@@ -40,12 +37,7 @@ import io.tidemark.stream.StreamingJob;
  * that defines kpi_5m as the stream wrote it runs; one that gives its rows another meaning (here a
  * WHERE) is refused by the stream and by reconcile.
  */
-class QueryDefinitionGuardTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class QueryDefinitionGuardTest extends OnSharedInfrastructure {
     private static final String RECOVER = ". Nothing was read or written. To recover: put ";
     private static final String NEW_RUN = "; or, to run with the new settings, start a new checkpoint and a new lakehouse "
             + "(stream.checkpoint and lakehouse pointing at empty directories)";

@@ -24,9 +24,6 @@ import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
@@ -44,12 +41,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * runs on live traffic (including late records for that very day); afterwards nothing is lost and
  * conservation holds. And a real Delta conflict on a day's overwrite is rebuilt and re-run.
  */
-class ReconcileConcurrencyTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class ReconcileConcurrencyTest extends OnSharedInfrastructure {
     private static final LocalDate D27 = LocalDate.parse("2026-11-27");
     private static final Instant INGEST = Instant.parse("2026-11-29T12:00:00Z");
 

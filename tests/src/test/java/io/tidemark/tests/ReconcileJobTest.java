@@ -23,9 +23,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
@@ -49,12 +46,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * stream's next watermark is 11-29 00:50, so 11-26, 11-27 and 11-28 are closed and 11-29 is open.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ReconcileJobTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class ReconcileJobTest extends OnSharedInfrastructure {
     private static final Instant INGEST = Instant.parse("2026-11-29T06:00:00Z");
     private static final LocalDate D26 = LocalDate.parse("2026-11-26");
     private static final LocalDate D27 = LocalDate.parse("2026-11-27");

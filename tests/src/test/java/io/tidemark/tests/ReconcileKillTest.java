@@ -22,9 +22,6 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
@@ -41,12 +38,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * day is then either wholly as before or wholly reconciled (one Delta commit per day), and a re-run
  * completes the rest. Also the command line's exit status and one-line message on bad input.
  */
-class ReconcileKillTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class ReconcileKillTest extends OnSharedInfrastructure {
     private static final List<LocalDate> DAYS = List.of(LocalDate.parse("2026-11-25"), LocalDate.parse("2026-11-26"),
             LocalDate.parse("2026-11-27"));
 

@@ -24,9 +24,6 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
@@ -44,12 +41,7 @@ import io.tidemark.stream.StreamingJob;
  * the numbers on the rendered page equal the tables.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ReportInBrowserTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class ReportInBrowserTest extends OnSharedInfrastructure {
     private Path dir;
     private Path page;
     private Lakehouse lakehouse;

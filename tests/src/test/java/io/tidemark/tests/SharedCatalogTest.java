@@ -19,9 +19,6 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.launcher.Tidemark;
@@ -37,12 +34,7 @@ import io.tidemark.stream.StreamingJob;
  * 2026-11-27 reconciled. Re-registration is idempotent, replaces a view whose text is not the one of
  * sql/views.sql (an upgrade), and refuses to repoint tables registered at another lakehouse.
  */
-class SharedCatalogTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class SharedCatalogTest extends OnSharedInfrastructure {
     private static final Path REPO = Path.of(System.getProperty("user.dir")).toAbsolutePath().getParent();
     private static final List<String> TABLES = List.of("raw_events", "kpi_5m", "late_events", "dead_letter", "stream_progress",
             "stream_gaps", "reconcile_report", "expired_days");

@@ -13,9 +13,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.KafkaTrafficProducer;
@@ -35,12 +32,7 @@ import io.tidemark.stream.StreamingJob;
  * line and an exit code, and a restart resumes; after a kill -9 a restart takes over without waiting
  * and without manual cleanup, and the tables hold every record exactly once.
  */
-class SingleWriterTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class SingleWriterTest extends OnSharedInfrastructure {
     @Test
     void ofTwoStreamsStartedAtOnceOneRunsOthersAreRefusedAndAKilledOneIsTakenOverAtOnce() throws Exception {
         Path dir = infra.newDir("single-writer");

@@ -14,21 +14,13 @@ import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryException;
 import org.apache.spark.sql.streaming.Trigger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * What Spark's Kafka source does alone when a query restarts on its checkpoint subscribed to
  * another topic (no Tidemark guard involved): the reason {@code topic} is part of the query
  * definition Tidemark checks ({@link io.tidemark.lakehouse.QueryDefinition}).
  */
-class SparkTopicChangeTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class SparkTopicChangeTest extends OnSharedInfrastructure {
     static final List<String> SEEN = new CopyOnWriteArrayList<>();
 
     @Test

@@ -18,9 +18,6 @@ import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
@@ -45,12 +42,7 @@ import io.tidemark.reconcile.ReconcileJob;
  * the stream runs replaces a closed day. Afterwards conservation holds exactly, with no duplicate
  * and no loss, and every reconciled day equals plain SQL over the raw log.
  */
-class StandaloneClusterTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class StandaloneClusterTest extends OnSharedInfrastructure {
     @Test
     void bothJobsOnTheClusterSurviveExecutorKillsExactly() throws Exception {
         Path dir = infra.newDir("cluster");

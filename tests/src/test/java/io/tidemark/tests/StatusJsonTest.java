@@ -12,9 +12,6 @@ import java.util.Map;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -33,12 +30,7 @@ import io.tidemark.stream.StreamingJob;
  * fates): every document validates against docs/status.schema.json, holds the tables' figures, and
  * its exit code tells healthy, lagging, stalled and not started apart.
  */
-class StatusJsonTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class StatusJsonTest extends OnSharedInfrastructure {
     private static final Path DOCS = Path.of(System.getProperty("user.dir")).getParent().resolve("docs");
     private static final ObjectMapper JSON = new ObjectMapper();
 

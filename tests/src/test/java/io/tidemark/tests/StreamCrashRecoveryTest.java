@@ -12,9 +12,6 @@ import java.util.Map;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.Lakehouse;
@@ -35,12 +32,7 @@ import io.tidemark.stream.StreamingJob;
  * same watermark, and so the same late records, as its first attempt. (Spark's policy is killed
  * in HostileConditionsTest, MaintenanceUnderLoadTest and SingleWriterTest.)
  */
-class StreamCrashRecoveryTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class StreamCrashRecoveryTest extends OnSharedInfrastructure {
     @Test
     void conservationHoldsAfterRepeatedKills() throws Exception {
         Path dir = infra.newDir("crash");

@@ -12,9 +12,6 @@ import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.tidemark.operations.ConservationCheck;
 import io.tidemark.lakehouse.IncompatibleQueryException;
@@ -33,12 +30,7 @@ import io.tidemark.tests.KafkaFixtures.Message;
  * definition. Both policies through Spark's engine and the real broker: {@link PartitionSkewTest}
  * (against an independent write-out of the rule) and {@link StreamCrashRecoveryTest}.
  */
-class WatermarkPolicyTest {
-    static SharedInfrastructure infra;
-
-    @RegisterExtension
-    static BeforeAllCallback start = (ExtensionContext c) -> infra = SharedInfrastructure.get(c);
-
+class WatermarkPolicyTest extends OnSharedInfrastructure {
     private static final Instant INGEST = Instant.parse("2026-11-28T12:00:00Z");
     /** Spark's timestamp of batch 0; the others follow a second apart unless a test says otherwise. */
     private static final Instant BATCH_0 = Instant.parse("2026-11-28T12:00:05Z");
