@@ -46,6 +46,7 @@ import io.tidemark.generate.TrafficProfile;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
@@ -341,7 +342,7 @@ public final class ReconcileBenchmark {
                     "(" + d + "L - 20000L) * 1000L + CAST(floor(id * " + files + "D / " + n + "D) AS BIGINT) AS batch_id",
                     "to_date(" + eventTime + ") AS event_date"));
             Dataset<Row> rows = spark.range(0, n, 1, files).selectExpr(fields.toArray(String[]::new)).selectExpr(raw.toArray(String[]::new));
-            l.append(asTable(spark, l, Table.RAW_EVENTS, rows), Table.RAW_EVENTS);
+            l.commit(spark, new TableUpdate.Append(Table.RAW_EVENTS, asTable(spark, l, Table.RAW_EVENTS, rows), null));
             System.out.printf("  %s: %s %,d events in %.1f s%n", l.root().substring(l.root().lastIndexOf('/') + 1), day, n,
                     (System.currentTimeMillis() - t0) / 1000.0);
         }
@@ -359,7 +360,7 @@ public final class ReconcileBenchmark {
                     .withColumn("is_final", lit(true))
                     .withColumn("source", lit("stream"))
                     .withColumn("stream_batch_id", lit(0L)));
-            l.append(asTable(spark, l, Table.kpi(t.name()), kpis), Table.kpi(t.name()));
+            l.commit(spark, new TableUpdate.Append(Table.kpi(t.name()), asTable(spark, l, Table.kpi(t.name()), kpis), null));
         }
         System.out.printf("  %s (stream rows) %s..%s in %.1f s%n", String.join(", ", l.kpiTables().stream().map(Table::tableName).toList()),
                 from, to, (System.currentTimeMillis() - t0) / 1000.0);
@@ -381,7 +382,7 @@ public final class ReconcileBenchmark {
         v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);
         Dataset<Row> df = spark.createDataFrame(List.of(r), r.schema());
-        l.append(df, Table.STREAM_PROGRESS);
+        l.commit(spark, new TableUpdate.Append(Table.STREAM_PROGRESS, df, null));
     }
 
     static Dataset<Row> asTable(SparkSession spark, Lakehouse l, Table t, Dataset<Row> rows) {

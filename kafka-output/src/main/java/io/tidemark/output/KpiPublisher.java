@@ -528,8 +528,7 @@ public final class KpiPublisher implements AutoCloseable {
     }
 
     private static String cause(Throwable e) {
-        Throwable c = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-        return c.getClass().getSimpleName() + ": " + c.getMessage();
+        return io.tidemark.lakehouse.Errors.named(e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e);
     }
 
     @Override

@@ -69,12 +69,12 @@ public final class CommitRetry {
             } catch (Exception e) {
                 DeltaConcurrentModificationException conflict = conflictIn(e);
                 if (conflict == null) {
-                    throw new CommitFailedException(day, subject + " failed: " + oneLine(e), e);
+                    throw new CommitFailedException(day, subject + " failed: " + Errors.oneLine(e), e);
                 }
                 if (n >= maxAttempts) {
                     throw new CommitFailedException(day, subject + " gave up after " + n
                             + " attempts: concurrent writers kept conflicting with it (last: " + conflict.getClass().getSimpleName() + ": "
-                            + oneLine(conflict) + "). " + (day == null ? "The table is unchanged; " : "The day is unchanged; ") + ifGaveUp + ".", e);
+                            + Errors.oneLine(conflict) + "). " + (day == null ? "The table is unchanged; " : "The day is unchanged; ") + ifGaveUp + ".", e);
                 }
                 try {
                     sleeper.sleep(backoff(n));
@@ -100,12 +100,5 @@ public final class CommitRetry {
             }
         }
         return null;
-    }
-
-    /** The first line of {@code t}'s message, for a one-line refusal or failure. */
-    public static String oneLine(Throwable t) {
-        String m = String.valueOf(t.getMessage());
-        int nl = m.indexOf('\n');
-        return nl < 0 ? m : m.substring(0, nl);
     }
 }

@@ -163,7 +163,7 @@ public final class JobMain {
         try {
             return check.get();
         } catch (IllegalArgumentException e) {
-            throw exit(command, ExitCode.BAD_INPUT, CommitRetry.oneLine(e));
+            throw exit(command, ExitCode.BAD_INPUT, Errors.oneLine(e));
         }
     }
 
@@ -197,14 +197,14 @@ public final class JobMain {
             status = message == null ? ExitCode.OK : ExitCode.FAILED;
         } catch (RequestRefusedException e) {
             status = ExitCode.BAD_INPUT;
-            message = CommitRetry.oneLine(e);
+            message = Errors.oneLine(e);
         } catch (StorageCheck.StorageUnavailableException e) {
             status = ExitCode.FAILED;
             message = e.getMessage();
         } catch (RuntimeException e) {
             e.printStackTrace();
             status = ExitCode.FAILED;
-            message = CommitRetry.oneLine(e);
+            message = Errors.oneLine(e);
         } finally {
             spark.stop();
         }

@@ -18,10 +18,9 @@ import org.apache.spark.sql.types.StructType;
  * from their definitions ({@code sql/tables.sql}, and the pipeline for those whose columns it decides;
  * the analyst views likewise), and the operations
  * the jobs read and commit them with ({@link #read}, {@link #readAt}, {@link #changes}, {@link #version},
- * {@link #append}, {@link #replaceWhere}, {@link #exists}). No job opens a table by its path: a
+ * {@link #commit} of a {@link TableUpdate}, {@link #exists}). No job opens a table by its path: a
  * read or a commit is one of these, so there is one place to see how Tidemark touches its tables.
- * (SQL statements over {@link #ref}, such as reconcile's {@code DELETE} and maintenance's
- * {@code OPTIMIZE}, name the table the same way.)
+ * (SQL over {@link #ref}, such as the analysts' views and {@code VACUUM}, names the table the same way.)
  */
 public final class Lakehouse {
 
@@ -171,6 +170,12 @@ public final class Lakehouse {
         return io.delta.tables.DeltaTable.forPath(spark, path(t)).history(1).select("version").first().getLong(0);
     }
 
+    /** The files and bytes of the table's current version (Delta's detail). */
+    public long[] size(SparkSession spark, Table t) {
+        Row d = io.delta.tables.DeltaTable.forPath(spark, path(t)).detail().select("numFiles", "sizeInBytes").first();
+        return new long[] {d.getLong(0), d.getLong(1)};
+    }
+
     /** The table's Delta properties ({@code TBLPROPERTIES}); empty when the table does not exist yet. */
     public java.util.Map<String, String> properties(SparkSession spark, Table t) {
         if (!exists(spark, t)) {
@@ -181,23 +186,35 @@ public final class Lakehouse {
         return props == null ? java.util.Map.of() : props;
     }
 
-    /** Adds {@code rows} to the table in one commit. */
-    public void append(Dataset<Row> rows, Table t) {
-        append(rows, t, null);
-    }
-
-    /** Adds {@code rows} to the table in one commit that carries {@code note} (Delta's userMetadata; null for none). */
-    public void append(Dataset<Row> rows, Table t, String note) {
-        writer(rows, note).mode("append").save(path(t));
+    /**
+     * Makes {@code update} in one Delta commit: the one place the project writes a table's rows
+     * ({@link TableUpdate} says how each is made, and its isolation).
+     */
+    public void commit(SparkSession spark, TableUpdate update) {
+        if (update instanceof TableUpdate.Append a) {
+            writer(a.rows(), a.note()).mode("append").save(path(a.table()));
+        } else if (update instanceof TableUpdate.Replace r) {
+            writer(r.rows(), r.note()).mode("overwrite").option("replaceWhere", r.predicate()).save(path(r.table()));
+        } else if (update instanceof TableUpdate.DeleteDays d) {
+            if (!d.days().isEmpty()) {
+                io.delta.tables.DeltaTable.forPath(spark, path(d.table())).delete(d.predicate());
+            }
+        } else if (update instanceof TableUpdate.Compact c) {
+            io.delta.tables.DeltaOptimizeBuilder optimize = io.delta.tables.DeltaTable.forPath(spark, path(c.table())).optimize();
+            (c.predicate() == null ? optimize : optimize.where(c.predicate())).executeCompaction();
+        } else {
+            throw new IllegalArgumentException("no such update: " + update);
+        }
     }
 
     /**
-     * Replaces every row of the table that matches {@code predicate} (SQL over the table's columns and
-     * literals) with {@code rows}, in one commit that carries {@code note} (Delta's userMetadata; null
-     * for none); Delta refuses a row that does not match the predicate.
+     * {@link #commit(SparkSession, TableUpdate)}, re-run by {@code retry} when it loses a race to a
+     * concurrent writer ({@link CommitRetry#run}: {@code what} and {@code ifGaveUp} word its failure).
+     *
+     * @return the attempts made
      */
-    public void replaceWhere(Dataset<Row> rows, Table t, String predicate, String note) {
-        writer(rows, note).mode("overwrite").option("replaceWhere", predicate).save(path(t));
+    public int commit(SparkSession spark, TableUpdate update, CommitRetry retry, String what, String ifGaveUp) {
+        return retry.run(update.firstDay(), what, ifGaveUp, () -> commit(spark, update));
     }
 
     private static org.apache.spark.sql.DataFrameWriter<Row> writer(Dataset<Row> rows, String note) {

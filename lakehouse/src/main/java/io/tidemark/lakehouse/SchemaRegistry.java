@@ -79,7 +79,7 @@ public final class SchemaRegistry implements Serializable {
             return r.statusCode() == 200 ? Optional.empty()
                     : Optional.of("the schema registry at " + location + " answered GET /subjects with HTTP " + r.statusCode());
         } catch (IOException e) {
-            return Optional.of("the schema registry at " + location + " does not answer: " + describe(e));
+            return Optional.of("the schema registry at " + location + " does not answer: " + Errors.named(e));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return Optional.of("interrupted while reaching the schema registry at " + location);
@@ -108,10 +108,10 @@ public final class SchemaRegistry implements Serializable {
             } catch (IOException e) {
                 if (System.nanoTime() > deadline) {
                     throw new UncheckedIOException("the schema registry at " + location + " has not answered for " + maxWait.toSeconds()
-                            + " s (schema id " + id + "): " + describe(e), e);
+                            + " s (schema id " + id + "): " + Errors.named(e), e);
                 }
                 if (System.nanoTime() - lastWarn > 60_000_000_000L) {
-                    LOG.warn("the schema registry at {} does not answer ({}); waiting for it to look up schema id {}", location, describe(e), id);
+                    LOG.warn("the schema registry at {} does not answer ({}); waiting for it to look up schema id {}", location, Errors.named(e), id);
                     lastWarn = System.nanoTime();
                 }
                 try {
@@ -276,10 +276,5 @@ public final class SchemaRegistry implements Serializable {
             client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
         }
         return client;
-    }
-
-    private static String describe(IOException e) {
-        String m = e.getMessage();
-        return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
     }
 }

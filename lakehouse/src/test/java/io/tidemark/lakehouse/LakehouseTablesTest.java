@@ -106,6 +106,82 @@ class LakehouseTablesTest {
         assertThat(ClosedDays.load(spark, lakehouse).lastClosed()).contains(LocalDate.parse("2026-11-28"));
     }
 
+    /**
+     * Every kind of update on a real KPI table: each is one commit (its operation in the table's history) and changes
+     * exactly its bounds: a replacement of windows leaves the day's other windows, a replacement of a day its other
+     * days, a delete the days it does not name; a compaction leaves the rows as they were.
+     */
+    @Test
+    void everyUpdateIsOneCommitAndChangesExactlyItsBounds(@TempDir Path dir) {
+        Lakehouse lakehouse = new Lakehouse(dir.toString());
+        lakehouse.createAndRegister(spark);
+        Table kpi = Table.kpi("kpi_5m");
+        LocalDate d1 = LocalDate.parse("2026-12-01");
+        LocalDate d2 = LocalDate.parse("2026-12-02");
+        LocalDate d3 = LocalDate.parse("2026-12-03");
+        for (LocalDate d : List.of(d1, d2, d3)) { // three windows a day, one file each
+            for (int w = 0; w < 3; w++) {
+                lakehouse.commit(spark, new TableUpdate.Append(kpi, kpiRows(lakehouse, kpi, d, List.of(w), 1), "append " + d + " " + w));
+            }
+        }
+        assertThat(records(lakehouse, kpi)).isEqualTo("2026-12-01 0:1 1:1 2:1 | 2026-12-02 0:1 1:1 2:1 | 2026-12-03 0:1 1:1 2:1");
+
+        Instant w1 = d1.atStartOfDay(java.time.ZoneOffset.UTC).toInstant().plusSeconds(300);
+        TableUpdate.Replace windows = new TableUpdate.Replace(kpi, kpiRows(lakehouse, kpi, d1, List.of(1), 7), List.of(d1), List.of(w1), null);
+        assertThat(windows.predicate()).isEqualTo("event_date IN (DATE'2026-12-01') AND window_start IN (TIMESTAMP'2026-12-01 00:05:00.000000')");
+        lakehouse.commit(spark, windows);
+        assertThat(records(lakehouse, kpi)).isEqualTo("2026-12-01 0:1 1:7 2:1 | 2026-12-02 0:1 1:1 2:1 | 2026-12-03 0:1 1:1 2:1");
+
+        lakehouse.commit(spark, new TableUpdate.Replace(kpi, kpiRows(lakehouse, kpi, d2, List.of(0, 2), 9), List.of(d2), List.of(), "day"));
+        assertThat(records(lakehouse, kpi)).isEqualTo("2026-12-01 0:1 1:7 2:1 | 2026-12-02 0:9 2:9 | 2026-12-03 0:1 1:1 2:1");
+        // Delta refuses a row outside the bounds
+        assertThatThrownBy(() -> lakehouse.commit(spark, new TableUpdate.Replace(kpi, kpiRows(lakehouse, kpi, d3, List.of(0), 5), List.of(d2),
+                List.of(), null))).hasMessageContaining("DELTA_REPLACE_WHERE_MISMATCH");
+
+        long files = spark.read().format("delta").load(lakehouse.path(kpi)).where("event_date = DATE'2026-12-03'")
+                .select("_metadata.file_path").distinct().count();
+        assertThat(files).isEqualTo(3);
+        lakehouse.commit(spark, new TableUpdate.Compact(kpi, "event_date", List.of(d3)));
+        assertThat(spark.read().format("delta").load(lakehouse.path(kpi)).where("event_date = DATE'2026-12-03'")
+                .select("_metadata.file_path").distinct().count()).isEqualTo(1);
+        assertThat(records(lakehouse, kpi)).isEqualTo("2026-12-01 0:1 1:7 2:1 | 2026-12-02 0:9 2:9 | 2026-12-03 0:1 1:1 2:1");
+
+        lakehouse.commit(spark, new TableUpdate.DeleteDays(kpi, "event_date", List.of(d1, d3)));
+        assertThat(records(lakehouse, kpi)).isEqualTo("2026-12-02 0:9 2:9");
+
+        List<String> operations = io.delta.tables.DeltaTable.forPath(spark, lakehouse.path(kpi)).history().orderBy("version")
+                .select("operation").collectAsList().stream().map(r -> r.getString(0)).toList();
+        assertThat(operations.subList(operations.size() - 4, operations.size())).containsExactly("WRITE", "WRITE", "OPTIMIZE", "DELETE");
+        assertThat(operations.stream().filter(o -> o.equals("WRITE")).count()).as("9 appends and 2 replacements").isEqualTo(11);
+    }
+
+    /** Rows of the network pipeline's kpi_5m for windows {@code windows} (0 = 00:00, 1 = 00:05, ...) of day {@code d}, each with {@code records}. */
+    private static org.apache.spark.sql.Dataset<Row> kpiRows(Lakehouse lakehouse, Table kpi, LocalDate d, List<Integer> windows, long records) {
+        long day = d.atStartOfDay(java.time.ZoneOffset.UTC).toEpochSecond();
+        return spark.sql("SELECT timestamp_seconds(s) AS window_start, timestamp_seconds(s + 300) AS window_end, 'c1' AS cell_site_id, "
+                + records + "L AS record_count, CAST(1 AS DECIMAL(38,9)) AS total_gb, 1L AS subscribers, X'01' AS subscriber_sketch, "
+                + "false AS is_final, 'stream' AS source, timestamp_seconds(s) AS updated_at, 0L AS stream_batch_id, "
+                + "to_date(timestamp_seconds(s)) AS event_date FROM VALUES " + String.join(", ", windows.stream().map(w -> "(" + (day + w * 300L) + ")")
+                .toList()) + " AS t(s)").selectExpr(lakehouse.schema(kpi).fieldNames());
+    }
+
+    /** "day window:records ... | day ...": the table's rows, in order. */
+    private static String records(Lakehouse lakehouse, Table kpi) {
+        List<Row> rows = spark.read().format("delta").load(lakehouse.path(kpi)).orderBy("event_date", "window_start")
+                .selectExpr("CAST(event_date AS STRING)", "CAST((unix_seconds(window_start) % 86400) / 300 AS INT)", "record_count")
+                .collectAsList();
+        StringBuilder sb = new StringBuilder();
+        String day = null;
+        for (Row r : rows) {
+            if (!r.getString(0).equals(day)) {
+                sb.append(day == null ? "" : " | ").append(r.getString(0));
+                day = r.getString(0);
+            }
+            sb.append(' ').append(r.getInt(1)).append(':').append(r.getLong(2));
+        }
+        return sb.toString();
+    }
+
     private static Map<String, String> properties(Lakehouse lakehouse, Table table) {
         org.apache.spark.sql.Row detail = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).first();
         return detail.getJavaMap(detail.fieldIndex("properties"));

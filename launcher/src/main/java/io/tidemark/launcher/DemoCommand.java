@@ -42,6 +42,7 @@ import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
@@ -287,7 +288,7 @@ final class DemoCommand extends TidemarkCommand {
         checkInterrupted();
         if (liveError.get() != null) {
             query.stop();
-            throw new IllegalStateException("live traffic failed: " + Tidemark.describe(liveError.get()), liveError.get());
+            throw new IllegalStateException("live traffic failed: " + Errors.withCauses(liveError.get()), liveError.get());
         }
         if (heldBackReports == null) {
             // A slow machine: the live traffic is over before the watermark has passed the backlog.
@@ -325,7 +326,7 @@ final class DemoCommand extends TidemarkCommand {
             try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
                 reconciled = new ReconcileJob(spark, config, ps).run(DaySelection.range(closed.get(0), closed.get(closed.size() - 1)), false);
             } catch (RuntimeException e) {
-                reconcileFailure = Tidemark.describe(e);
+                reconcileFailure = Errors.withCauses(e);
                 say("reconcile   FAILED: %s", reconcileFailure);
             }
         }
@@ -472,7 +473,7 @@ final class DemoCommand extends TidemarkCommand {
         checkInterrupted();
         if (!query.isActive()) {
             throw new IllegalStateException("the stream stopped"
-                    + (query.exception().isDefined() ? ": " + Tidemark.describe(query.exception().get()) : ""),
+                    + (query.exception().isDefined() ? ": " + Errors.withCauses(query.exception().get()) : ""),
                     query.exception().isDefined() ? query.exception().get() : null);
         }
     }

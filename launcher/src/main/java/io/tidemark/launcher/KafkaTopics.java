@@ -18,6 +18,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
 import io.tidemark.broker.Topics;
+import io.tidemark.lakehouse.Errors;
 
 /** The few Kafka admin questions the launcher asks: does the topic exist, where do its partitions end. */
 final class KafkaTopics implements AutoCloseable {
@@ -118,7 +119,7 @@ final class KafkaTopics implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         String reason = cause == null ? "" : cause.getClass().getSimpleName()
-                + (cause.getMessage() == null ? "" : ": " + Tidemark.firstLine(cause.getMessage()));
+                + (cause.getMessage() == null ? "" : ": " + Errors.firstLine(cause.getMessage()));
         return new Unavailable("Kafka at " + bootstrap + " did not " + what + " within " + timeout.toSeconds() + " s ("
                 + reason + "); is the broker running? ('tidemark broker start', or set kafka.bootstrap-servers)", cause);
     }

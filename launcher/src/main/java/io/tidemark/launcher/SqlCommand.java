@@ -27,6 +27,7 @@ import org.apache.spark.sql.types.NumericType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
+import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
@@ -98,7 +99,7 @@ final class SqlCommand extends TidemarkCommand {
                 } catch (Exception e) {
                     // AnalysisException (parse errors, unknown tables or columns) is bad input; Scala throws it undeclared.
                     if (e instanceof AnalysisException || e.getCause() instanceof AnalysisException) {
-                        throw new UserError(Tidemark.firstLine(e.getMessage()), e);
+                        throw new UserError(Errors.firstLine(e.getMessage()), e);
                     }
                     throw e;
                 }
@@ -162,7 +163,7 @@ final class SqlCommand extends TidemarkCommand {
         try {
             execute(spark, statement);
         } catch (Exception e) {
-            out().println("error: " + Tidemark.describe(e));
+            out().println("error: " + Errors.withCauses(e));
             out().flush();
         }
     }

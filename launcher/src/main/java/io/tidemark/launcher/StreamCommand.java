@@ -9,6 +9,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryException;
 
+import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
@@ -116,7 +117,7 @@ final class StreamCommand extends TidemarkCommand {
                     release(spark);
                     throw clear.get().withTrace(trace);
                 }
-                throw new IllegalStateException("the streaming query failed: " + Tidemark.firstLine(e.getMessage()),
+                throw new IllegalStateException("the streaming query failed: " + Errors.firstLine(e.getMessage()),
                         e.getCause() != null ? e.getCause() : e);
             }
         }

@@ -15,6 +15,7 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.broker.BrokerException;
+import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.stream.StreamFailure;
@@ -188,7 +189,7 @@ public final class Tidemark implements Callable<Integer> {
         }
         cl.setParameterExceptionHandler((ex, args) -> {
             CommandLine c = ex.getCommandLine();
-            c.getErr().println(c.getCommandSpec().qualifiedName() + ": " + firstLine(ex.getMessage())
+            c.getErr().println(c.getCommandSpec().qualifiedName() + ": " + Errors.firstLine(ex.getMessage())
                     + " (see '" + c.getCommandSpec().qualifiedName() + " --help')");
             c.getErr().flush();
             return BAD_INPUT;
@@ -210,11 +211,11 @@ public final class Tidemark implements Callable<Integer> {
                 return f.exitCode();
             }
             if (isBadInput(ex)) {
-                c.getErr().println(name + ": " + firstLine(ex.getMessage()));
+                c.getErr().println(name + ": " + Errors.firstLine(ex.getMessage()));
                 c.getErr().flush();
                 return BAD_INPUT;
             }
-            c.getErr().println(name + ": failed: " + describe(ex));
+            c.getErr().println(name + ": failed: " + Errors.withCauses(ex));
             if (env.get("TIDEMARK_DEBUG") != null) {
                 ex.printStackTrace(c.getErr());
             } else {
@@ -272,40 +273,6 @@ public final class Tidemark implements Callable<Integer> {
         return false;
     }
 
-    /** The first non-blank line of a message. */
-    static String firstLine(String message) {
-        if (message == null) {
-            return "";
-        }
-        for (String line : message.split("\\R")) {
-            if (!line.isBlank()) {
-                return line.trim();
-            }
-        }
-        return "";
-    }
-
-    /** The message of the exception and its causes, without repeating a cause already quoted. */
-    static String describe(Throwable ex) {
-        StringBuilder sb = new StringBuilder();
-        Throwable t = ex;
-        int depth = 0;
-        while (t != null && depth < 4) {
-            String m = t.getMessage() == null ? t.getClass().getSimpleName() : firstLine(t.getMessage());
-            // Spark quotes a cause's message in its own: skip a cause already (mostly) said.
-            String gist = m.length() > 80 ? m.substring(0, 80) : m;
-            if (sb.indexOf(gist) < 0) {
-                if (sb.length() > 0) {
-                    sb.append(" <- ");
-                }
-                sb.append(m.length() > 400 ? m.substring(0, 400) + "..." : m);
-            }
-            t = t.getCause() == t ? null : t.getCause();
-            depth++;
-        }
-        return sb.toString();
-    }
-
     /** Runs a command line; returns the exit code. */
     public static int run(String[] args, Map<String, String> env, PrintWriter out, PrintWriter err) {
         return run(args, env, out, err, Sessions.OWN);
@@ -318,7 +285,7 @@ public final class Tidemark implements Callable<Integer> {
             code = commandLine(env, out, err, sessions).execute(args);
         } catch (LinkageError e) {
             // picocli passes Errors through: a class missing or changed under the running JVM.
-            err.println("tidemark: failed: " + describe(e) + " (the build changed while this ran? run it again)");
+            err.println("tidemark: failed: " + Errors.withCauses(e) + " (the build changed while this ran? run it again)");
             code = FAILED;
         }
         out.flush();

@@ -221,16 +221,6 @@ class LauncherPartsTest {
     }
 
     @Test
-    void failuresAreDescribedOnOneLineWithoutRepeatingCauses() {
-        RuntimeException root = new IllegalStateException("disk full\n  at somewhere");
-        RuntimeException quoting = new RuntimeException("[STREAM_FAILED] query failed: disk full", root);
-        RuntimeException outer = new IllegalStateException("the stream stopped: " + quoting.getMessage(), quoting);
-        assertThat(Tidemark.describe(outer)).isEqualTo("the stream stopped: [STREAM_FAILED] query failed: disk full");
-        assertThat(Tidemark.describe(new RuntimeException("a", new RuntimeException("b")))).isEqualTo("a <- b");
-        assertThat(Tidemark.firstLine("\n\n  [PARSE_SYNTAX_ERROR] at 'x'\n== SQL ==")).isEqualTo("[PARSE_SYNTAX_ERROR] at 'x'");
-    }
-
-    @Test
     void durationsReadLikeTheSettings() {
         assertThat(new DurationConverter().convert("90s")).hasSeconds(90);
         assertThat(Formats.duration(850)).isEqualTo("850 ms");

@@ -135,8 +135,8 @@ public final class ConservationCheck {
         for (Pipeline.KpiTable t : pipeline.tables()) {
             TableFigures f = checkTable(spark, lakehouse, pipeline, t, raw, lateEvents.where("coalesce(kpi, '" + first + "') = '" + t.name() + "'"),
                     violations);
-            duplicates += spark.sql("SELECT count(*) - count(DISTINCT window_start" + t.dimensions().stream().map(d -> ", " + Pipeline.quote(d.name()))
-                    .reduce("", String::concat) + ") FROM " + lakehouse.ref(Table.kpi(t.name()))).first().getLong(0);
+            duplicates += lakehouse.read(spark, Table.kpi(t.name())).selectExpr("count(*) - count(DISTINCT window_start" + t.dimensions().stream()
+                    .map(d -> ", " + Pipeline.quote(d.name())).reduce("", String::concat) + ")").first().getLong(0);
             tables.add(f);
         }
         return new Report(consumed, rawCount, deadCount, rawLate, lateCount, List.copyOf(tables), duplicates, List.copyOf(violations));

@@ -1,5 +1,7 @@
 package io.tidemark.operations;
 
+import static org.apache.spark.sql.functions.expr;
+
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.time.Instant;
@@ -18,6 +20,7 @@ import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.pipeline.Pipeline;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
 
@@ -84,12 +87,12 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         Map<LocalDate, Long> runs = new TreeMap<>();
         if (lakehouse.exists(spark, Table.RECONCILE_REPORT)) {
             // The first run's summary rows of each day (one per measure; reports before the long form have no measure).
-            for (Row r : spark.sql("SELECT event_date, max_by(drift_rel, abs(coalesce(drift_rel, 0))) FILTER (WHERE NOT estimate),"
-                    + " max_by(drift_rel, abs(coalesce(drift_rel, 0))) FILTER (WHERE estimate), max(late_records), max(runs) FROM ("
-                    + " SELECT *, dense_rank() OVER (PARTITION BY event_date ORDER BY run_started_at, run_id) AS run_rank,"
-                    + " size(collect_set(run_id) OVER (PARTITION BY event_date)) AS runs FROM " + lakehouse.ref(Table.RECONCILE_REPORT)
-                    + " WHERE row_kind = 'summary' AND measure IS NOT NULL" + window.where("event_date") + ") WHERE run_rank = 1"
-                    + " GROUP BY event_date").collectAsList()) {
+            for (Row r : lakehouse.read(spark, Table.RECONCILE_REPORT).where("row_kind = 'summary' AND measure IS NOT NULL" + window.where("event_date"))
+                    .selectExpr("*", "dense_rank() OVER (PARTITION BY event_date ORDER BY run_started_at, run_id) AS run_rank",
+                            "size(collect_set(run_id) OVER (PARTITION BY event_date)) AS runs")
+                    .where("run_rank = 1").groupBy("event_date").agg(expr("max_by(drift_rel, abs(coalesce(drift_rel, 0))) FILTER (WHERE NOT estimate)"),
+                            expr("max_by(drift_rel, abs(coalesce(drift_rel, 0))) FILTER (WHERE estimate)"), expr("max(late_records)"), expr("max(runs)"))
+                    .collectAsList()) {
                 first.put(r.getDate(0).toLocalDate(), r);
                 runs.put(r.getDate(0).toLocalDate(), (long) r.getInt(4));
             }
@@ -105,8 +108,8 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         KpiAggregation.windowed(raw, pipeline.events().eventTime(), table.window()).where("true" + window.where("event_date"))
                 .groupBy("event_date").agg(org.apache.spark.sql.functions.expr("CAST(" + m.exact() + " AS DECIMAL(38,9))"))
                 .collectAsList().forEach(r -> now.computeIfAbsent(r.getDate(0).toLocalDate(), d -> new BigDecimal[2])[0] = r.getDecimal(1));
-        spark.sql("SELECT event_date, CAST(sum(" + m.name() + ") AS DECIMAL(38,9)) FROM " + lakehouse.ref(Table.kpi(table.name()))
-                + " WHERE true" + window.where("event_date") + " GROUP BY event_date").collectAsList()
+        lakehouse.read(spark, Table.kpi(table.name())).where("true" + window.where("event_date")).groupBy("event_date")
+                .agg(expr("CAST(sum(" + Pipeline.quote(m.name()) + ") AS DECIMAL(38,9))")).collectAsList()
                 .forEach(r -> now.computeIfAbsent(r.getDate(0).toLocalDate(), d -> new BigDecimal[2])[1] = r.getDecimal(1));
         List<DayDrift> drift = new ArrayList<>();
         List<DayState> states = new ArrayList<>();
@@ -120,18 +123,19 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         }
 
         List<LateDay> late = new ArrayList<>();
-        for (Row r : spark.sql("SELECT event_date, count(*), CAST(percentile(late_by_ms, 0.5) AS BIGINT), CAST(percentile(late_by_ms, 0.95) AS BIGINT),"
-                + " max(late_by_ms) FROM " + lakehouse.ref(Table.LATE_EVENTS) + " WHERE true" + window.where("event_date")
-                + " GROUP BY event_date ORDER BY event_date").collectAsList()) {
+        for (Row r : lakehouse.read(spark, Table.LATE_EVENTS).where("true" + window.where("event_date")).groupBy("event_date")
+                .agg(expr("count(*)"), expr("CAST(percentile(late_by_ms, 0.5) AS BIGINT)"), expr("CAST(percentile(late_by_ms, 0.95) AS BIGINT)"),
+                        expr("max(late_by_ms)"))
+                .orderBy("event_date").collectAsList()) {
             late.add(new LateDay(r.getDate(0).toLocalDate(), r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4)));
         }
         Map<String, Long> invalid = new java.util.LinkedHashMap<>();
-        for (Row r : spark.sql("SELECT reason, count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER)
-                + " GROUP BY reason ORDER BY count(*) DESC, reason").collectAsList()) {
+        for (Row r : lakehouse.read(spark, Table.DEAD_LETTER).groupBy("reason").agg(expr("count(*) AS n")).orderBy(expr("n DESC"), expr("reason"))
+                .collectAsList()) {
             invalid.put(r.getString(0), r.getLong(1));
         }
 
-        Row span = spark.sql("SELECT min(unix_millis(finished_at)), max(unix_millis(finished_at)) FROM " + lakehouse.ref(Table.STREAM_PROGRESS)).first();
+        Row span = lakehouse.read(spark, Table.STREAM_PROGRESS).selectExpr("min(unix_millis(finished_at))", "max(unix_millis(finished_at))").first();
         List<Bucket> timeline = new ArrayList<>();
         long bucketSeconds = 0;
         if (!span.isNullAt(0)) {
@@ -139,9 +143,10 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
             long from = Math.max(span.getLong(0), to - 7L * 86_400_000);
             bucketSeconds = niceBucketSeconds((to - from) / 1000);
             long bucketMs = bucketSeconds * 1000;
-            for (Row r : spark.sql("SELECT floor(unix_millis(finished_at) / " + bucketMs + ") AS b, count(*), sum(records_in),"
-                    + " percentile(freshness_ms, 0.5), max(freshness_ms) FROM " + lakehouse.ref(Table.STREAM_PROGRESS)
-                    + " WHERE unix_millis(finished_at) >= " + from + " GROUP BY 1 ORDER BY 1").collectAsList()) {
+            for (Row r : lakehouse.read(spark, Table.STREAM_PROGRESS).where("unix_millis(finished_at) >= " + from)
+                    .groupBy(expr("floor(unix_millis(finished_at) / " + bucketMs + ") AS b"))
+                    .agg(expr("count(*)"), expr("sum(records_in)"), expr("percentile(freshness_ms, 0.5)"), expr("max(freshness_ms)"))
+                    .orderBy("b").collectAsList()) {
                 timeline.add(new Bucket(Instant.ofEpochMilli(r.getLong(0) * bucketMs), r.getLong(1), r.getLong(2), r.getLong(2) / (double) bucketSeconds,
                         r.isNullAt(3) ? null : r.getDouble(3), r.isNullAt(4) ? null : (double) r.getLong(4)));
             }
@@ -163,8 +168,8 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
     /** The last {@code n} event days that hold raw or KPI data. */
     private record NavigableDays(LocalDate from, LocalDate to) {
         static NavigableDays of(SparkSession spark, Lakehouse lakehouse, int n) {
-            Row r = spark.sql("SELECT max(event_date) FROM (SELECT event_date FROM " + lakehouse.ref(Table.RAW_EVENTS)
-                    + " UNION ALL SELECT event_date FROM " + lakehouse.ref(lakehouse.kpiTables().get(0)) + ")").first();
+            Row r = lakehouse.read(spark, Table.RAW_EVENTS).select("event_date").unionAll(lakehouse.read(spark, lakehouse.kpiTables().get(0))
+                    .select("event_date")).selectExpr("max(event_date)").first();
             if (r.isNullAt(0)) {
                 return new NavigableDays(null, null);
             }

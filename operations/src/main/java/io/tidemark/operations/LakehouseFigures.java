@@ -43,12 +43,12 @@ public record LakehouseFigures(List<StreamProgress> recent, ClosedDays closed, l
 
     public static LakehouseFigures read(SparkSession spark, Lakehouse lakehouse, int lastBatches) {
         List<StreamProgress> recent = StreamProgress.newest(spark, lakehouse, lastBatches);
-        long late = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.LATE_EVENTS)).first().getLong(0);
-        long dead = spark.sql("SELECT count(*) FROM " + lakehouse.ref(Table.DEAD_LETTER)).first().getLong(0);
+        long late = lakehouse.read(spark, Table.LATE_EVENTS).count();
+        long dead = lakehouse.read(spark, Table.DEAD_LETTER).count();
         long kpiRows = 0;
         long kpiFinal = 0;
         for (Table t : lakehouse.kpiTables()) {
-            Row kpi = spark.sql("SELECT count(*), count_if(is_final) FROM " + lakehouse.ref(t)).first();
+            Row kpi = lakehouse.read(spark, t).selectExpr("count(*)", "count_if(is_final)").first();
             kpiRows += kpi.getLong(0);
             kpiFinal += kpi.getLong(1);
         }

@@ -27,6 +27,7 @@ import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.StorageCheck;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.CommitFailedException;
 import io.tidemark.lakehouse.CommitRetry;
@@ -183,9 +184,8 @@ public final class Maintenance {
         if (!options.dryRun()) {
             for (int i = 0; i < toCompact.size() && problem == null; i += DAYS_PER_COMMIT) {
                 List<LocalDate> chunk = toCompact.subList(i, Math.min(toCompact.size(), i + DAYS_PER_COMMIT));
-                String where = day + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
                 try {
-                    retry.run(chunk.get(0), "compacting " + table.tableName(), RUN_AGAIN_COMPACTS, () -> spark.sql("OPTIMIZE " + lakehouse.ref(table) + " WHERE " + where));
+                    lakehouse.commit(spark, new TableUpdate.Compact(table, day, chunk), retry, "compacting " + table.tableName(), RUN_AGAIN_COMPACTS);
                 } catch (CommitFailedException e) {
                     problem = e.getMessage();
                 }
@@ -204,7 +204,7 @@ public final class Maintenance {
         String problem = null;
         if (!options.dryRun() && before[0] > 1) {
             try {
-                retry.run(null, "compacting " + table.tableName(), RUN_AGAIN_COMPACTS, () -> spark.sql("OPTIMIZE " + lakehouse.ref(table)));
+                lakehouse.commit(spark, new TableUpdate.Compact(table, null, List.of()), retry, "compacting " + table.tableName(), RUN_AGAIN_COMPACTS);
             } catch (CommitFailedException e) {
                 problem = e.getMessage();
             }
@@ -217,8 +217,7 @@ public final class Maintenance {
 
     /** Files and bytes of the table's current version. */
     private long[] files(Table table) {
-        Row d = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).select("numFiles", "sizeInBytes").first();
-        return new long[] {d.getLong(0), d.getLong(1)};
+        return lakehouse.size(spark, table);
     }
 
     private String retentionSummary() {

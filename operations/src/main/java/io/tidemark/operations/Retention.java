@@ -21,6 +21,7 @@ import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
@@ -128,10 +129,10 @@ final class Retention {
                         "rows_removed", c[0], "files_removed", c[1], "retention_days", config.retentionDays(table),
                         "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
             }
-            retry.run(chunk.get(0), "recording expired days of " + table.tableName(), RUN_AGAIN,
-                    () -> lakehouse.append(spark.createDataFrame(records, Lakehouse.ownSchema(Table.EXPIRED_DAYS)), Table.EXPIRED_DAYS));
-            String where = dayColumn + " IN (" + chunk.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ")";
-            retry.run(chunk.get(0), "deleting expired days of " + table.tableName(), RUN_AGAIN, () -> spark.sql("DELETE FROM " + lakehouse.ref(table) + " WHERE " + where));
+            lakehouse.commit(spark, new TableUpdate.Append(Table.EXPIRED_DAYS, spark.createDataFrame(records, Lakehouse.ownSchema(Table.EXPIRED_DAYS)),
+                    null), retry, "recording expired days of " + table.tableName(), RUN_AGAIN);
+            lakehouse.commit(spark, new TableUpdate.DeleteDays(table, dayColumn, chunk), retry, "deleting expired days of " + table.tableName(),
+                    RUN_AGAIN);
         }
         return rows;
     }

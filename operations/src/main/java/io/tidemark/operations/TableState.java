@@ -26,7 +26,7 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 public record TableState(Table table, long files, long bytes, long commitsSinceCheckpoint, java.util.Optional<LocalDate> oldestUncompacted) {
 
     public static TableState of(SparkSession spark, Lakehouse lakehouse, Table table, ClosedDays closed) {
-        Row detail = spark.sql("DESCRIBE DETAIL " + lakehouse.ref(table)).select("numFiles", "sizeInBytes").first();
+        long[] size = lakehouse.size(spark, table);
         long version = lakehouse.version(spark, table);
         long checkpoint = lastCheckpointVersion(spark, lakehouse.path(table));
         java.util.Optional<LocalDate> oldest = java.util.Optional.empty();
@@ -35,7 +35,7 @@ public record TableState(Table table, long files, long bytes, long commitsSinceC
             oldest = filesByDay(spark, lakehouse, table, day).entrySet().stream()
                     .filter(e -> closed.isClosed(e.getKey()) && e.getValue()[0] > 1).map(Map.Entry::getKey).findFirst();
         }
-        return new TableState(table, detail.getLong(0), detail.getLong(1), version - checkpoint, oldest);
+        return new TableState(table, size[0], size[1], version - checkpoint, oldest);
     }
 
     /** The version of Delta's last log checkpoint ({@code _delta_log/_last_checkpoint}), -1 when there is none yet. */

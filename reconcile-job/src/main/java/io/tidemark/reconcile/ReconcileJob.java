@@ -39,6 +39,7 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.CommitFailedException;
 import io.tidemark.lakehouse.CommitRetry;
@@ -253,12 +254,13 @@ public final class ReconcileJob {
             if (!dryRun) {
                 String note = "tidemark " + runId + " " + day;
                 Dataset<Row> all = report;
-                retry.run(day, "appending the drift report", RERUN, () -> lakehouse.append(all, Table.RECONCILE_REPORT, note));
+                lakehouse.commit(spark, new TableUpdate.Append(Table.RECONCILE_REPORT, all, note), retry, "appending the drift report", RERUN);
                 for (int i = 0; i < pipeline.tables().size(); i++) {
                     Table kpiTable = Table.kpi(pipeline.tables().get(i).name());
                     Dataset<Row> truth = truths.get(i);
-                    attempts = Math.max(attempts, retry.run(day, "replacing the KPI rows of " + kpiTable, RERUN,
-                            () -> lakehouse.replaceWhere(asTable(truth, kpiTable), kpiTable, "event_date = DATE'" + day + "'", note)));
+                    // the rows rebuilt for each attempt: a retried replacement starts from scratch
+                    attempts = Math.max(attempts, retry.run(day, "replacing the KPI rows of " + kpiTable, RERUN, () -> lakehouse.commit(spark,
+                            new TableUpdate.Replace(kpiTable, asTable(truth, kpiTable), List.of(day), List.of(), note))));
                 }
             }
             return new DayOutcome(day, dryRun ? DayOutcome.Status.DRY_RUN : DayOutcome.Status.RECONCILED, windows, changed, measures, late,
@@ -266,7 +268,7 @@ public final class ReconcileJob {
         } catch (CommitFailedException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new CommitFailedException(day, "reconciling " + day + " failed: " + CommitRetry.oneLine(e), e);
+            throw new CommitFailedException(day, "reconciling " + day + " failed: " + io.tidemark.lakehouse.Errors.oneLine(e), e);
         } finally {
             cached.forEach(Dataset::unpersist);
         }

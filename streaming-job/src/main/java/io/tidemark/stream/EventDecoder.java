@@ -461,9 +461,8 @@ public final class EventDecoder implements Serializable {
     }
 
     private static String firstLine(String m) {
-        if (m == null) return "unparseable";
-        int nl = m.indexOf('\n');
-        return abbreviate(nl < 0 ? m : m.substring(0, nl));
+        String line = io.tidemark.lakehouse.Errors.firstLine(m);
+        return line.isEmpty() ? "unparseable" : abbreviate(line);
     }
 
     private static String abbreviate(String s) {

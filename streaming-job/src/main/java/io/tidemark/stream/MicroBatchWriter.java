@@ -21,6 +21,7 @@ import org.slf4j.LoggerFactory;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.pipeline.Watermark;
@@ -374,7 +375,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
             return;
         }
         long t0 = System.nanoTime();
-        lakehouse.append(rows, table);
+        lakehouse.commit(rows.sparkSession(), new TableUpdate.Append(table, rows, null));
         trace(batchId, table.tableName(), t0);
     }
 

@@ -5,15 +5,12 @@ import static org.apache.spark.sql.functions.col;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.LocalDate;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -23,6 +20,7 @@ import org.apache.spark.sql.types.StructType;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.pipeline.Watermark;
 import io.tidemark.lakehouse.pipeline.KpiAggregation;
 
@@ -46,7 +44,6 @@ import io.tidemark.lakehouse.pipeline.KpiAggregation;
  * batch is in.
  */
 final class OpenWindowKpis {
-    private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS").withZone(ZoneOffset.UTC);
 
     private final Lakehouse lakehouse;
     private final KpiAggregation aggregation;
@@ -132,10 +129,15 @@ final class OpenWindowKpis {
 
     /**
      * What a batch writes to this table: the rows of every window it touched or that was open, final
-     * where the next watermark has passed the window's end, and the predicate that selects exactly
-     * the rows they replace. {@code contributed} is how many partial rows the batch gave.
+     * where the next watermark has passed the window's end, and the days and window starts that bound
+     * exactly the rows they replace. {@code contributed} is how many partial rows the batch gave.
      */
-    record Replacement(Table table, List<Row> finalRows, List<Row> openRows, String predicate, Map<Key, Kpi> stillOpen, long contributed) {
+    record Replacement(Table table, List<Row> finalRows, List<Row> openRows, List<LocalDate> days, List<Instant> windowStarts,
+                       Map<Key, Kpi> stillOpen, long contributed) {
+        /** The rows replaced, as Delta's replaceWhere reads them ({@link TableUpdate.Replace#predicate}). */
+        String predicate() {
+            return TableUpdate.Replace.predicate(days, windowStarts);
+        }
     }
 
     /**
@@ -173,16 +175,23 @@ final class OpenWindowKpis {
                 stillOpen.put(k, v);
             }
         }
-        return Optional.of(new Replacement(table, finalRows, openRows, predicate(touched), stillOpen, partials.size()));
+        TreeSet<LocalDate> days = new TreeSet<>();
+        TreeSet<Long> starts = new TreeSet<>();
+        touched.forEach((k, v) -> {
+            days.add(v.day());
+            starts.add(k.windowStartUs());
+        });
+        return Optional.of(new Replacement(table, finalRows, openRows, List.copyOf(days), starts.stream().map(OpenWindowKpis::instant).toList(),
+                stillOpen, partials.size()));
     }
 
-    /** Writes a {@link #plan} to the table in one {@code replaceWhere} commit; its open rows are then this table's. */
+    /** Writes a {@link #plan} to the table in one commit that replaces its bounds; its open rows are then this table's. */
     void commit(SparkSession spark, Replacement r) {
         // One task per is_final value, so final rows and open rows never share a file.
         StructType schema = aggregation.stateRowSchema();
         Dataset<Row> rows = aggregation.stored(spark.createDataFrame(r.finalRows(), schema).coalesce(1)
                 .union(spark.createDataFrame(r.openRows(), schema).coalesce(1)));
-        lakehouse.replaceWhere(rows, table, r.predicate(), null);
+        lakehouse.commit(spark, new TableUpdate.Replace(table, rows, r.days(), r.windowStarts(), null));
         open = new TreeMap<>(r.stillOpen());
     }
 
@@ -215,18 +224,6 @@ final class OpenWindowKpis {
             m.put(key(r), kpi(r, aggregation.state(), "updated_at"));
         }
         return m;
-    }
-
-    /** {@code event_date IN (...) AND window_start IN (...)} with literals only, so Delta prunes partitions and files. */
-    static String predicate(Map<Key, Kpi> rows) {
-        TreeSet<LocalDate> days = new TreeSet<>();
-        TreeSet<Long> starts = new TreeSet<>();
-        rows.forEach((k, v) -> {
-            days.add(v.day());
-            starts.add(k.windowStartUs());
-        });
-        return "event_date IN (" + days.stream().map(d -> "DATE'" + d + "'").collect(Collectors.joining(", ")) + ") AND window_start IN ("
-                + starts.stream().map(us -> "TIMESTAMP'" + TS.format(instant(us)) + "'").collect(Collectors.joining(", ")) + ")";
     }
 
     private static Timestamp timestamp(long us) {

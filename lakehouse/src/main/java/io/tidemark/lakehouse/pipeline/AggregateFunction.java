@@ -34,13 +34,17 @@ public interface AggregateFunction {
 
     /**
      * The columns a row keeps to merge the next batch into it, typed, in {@link #partial} order; a
-     * column is nullable unless every row has a value. The value column itself when it merges as it
-     * is, else other columns beside it (an avg's sum and count, a sketch).
+     * column is nullable unless every row has a value. By default the value column itself, for an
+     * aggregate that merges as it is; else other columns beside it (an avg's sum and count, a sketch).
      */
-    List<StructField> state(Measure m);
+    default List<StructField> state(Measure m) {
+        return List.of(Measure.field(m.name(), m.resultType(), !m.notNull()));
+    }
 
-    /** Face 1: one micro-batch's aggregates of a window's records, one per state column. */
-    List<Measure.Computed> partial(Measure m);
+    /** Face 1: one micro-batch's aggregates of a window's records, one per state column; by default the call itself. */
+    default List<Measure.Computed> partial(Measure m) {
+        return List.of(new Measure.Computed(m.name(), call(m.input(), false)));
+    }
 
     /**
      * Face 2, the stream's merge: a state value of a stored row and the batch's, both non-null (a
@@ -66,8 +70,10 @@ public interface AggregateFunction {
         return m.name();
     }
 
-    /** Face 3: the exact value over all of a window's records, as reconcile computes it. */
-    String exact(Measure m);
+    /** Face 3: the exact value over all of a window's records, as reconcile computes it; by default the call itself. */
+    default String exact(Measure m) {
+        return call(m.input(), true);
+    }
 
     /**
      * The exact state columns beside the value ({@link #state} but the value column), over all of a

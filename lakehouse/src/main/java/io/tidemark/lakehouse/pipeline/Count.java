@@ -4,7 +4,6 @@ import java.util.List;
 
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructField;
 
 /** {@code count(*)} ({@code star}) or {@code count(col)}: a BIGINT that merges by addition; exact while streaming. */
 public record Count(boolean star) implements AggregateFunction {
@@ -25,16 +24,6 @@ public record Count(boolean star) implements AggregateFunction {
     }
 
     @Override
-    public List<StructField> state(Measure m) {
-        return List.of(Measure.field(m.name(), DataTypes.LongType, false));
-    }
-
-    @Override
-    public List<Measure.Computed> partial(Measure m) {
-        return List.of(new Measure.Computed(m.name(), call(m.input(), false)));
-    }
-
-    @Override
     public Object merge(Measure m, Object stored, Object batch) {
         return (Long) stored + (Long) batch;
     }
@@ -47,11 +36,6 @@ public record Count(boolean star) implements AggregateFunction {
     @Override
     public List<Measure.Computed> rollup(Measure m) {
         return List.of(new Measure.Computed(m.name(), "sum(" + m.name() + ")"));
-    }
-
-    @Override
-    public String exact(Measure m) {
-        return call(m.input(), true);
     }
 
     @Override

@@ -5,7 +5,6 @@ import java.util.Optional;
 
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.StructField;
 
 /** {@code min(col)} or {@code max(col)} ({@code max}): the column's own type, exact, merged by comparison. */
 public record MinMax(boolean max) implements AggregateFunction {
@@ -29,16 +28,6 @@ public record MinMax(boolean max) implements AggregateFunction {
         return argType;
     }
 
-    @Override
-    public List<StructField> state(Measure m) {
-        return List.of(Measure.field(m.name(), m.argType(), !m.notNull()));
-    }
-
-    @Override
-    public List<Measure.Computed> partial(Measure m) {
-        return List.of(new Measure.Computed(m.name(), call(m.input(), false)));
-    }
-
     /** Spark's ordering of two values of the column's type (NaN above every other double, as Spark orders it). */
     @Override
     @SuppressWarnings({"unchecked", "rawtypes"})
@@ -55,11 +44,6 @@ public record MinMax(boolean max) implements AggregateFunction {
     @Override
     public List<Measure.Computed> rollup(Measure m) {
         return List.of(new Measure.Computed(m.name(), fn() + "(" + m.name() + ")"));
-    }
-
-    @Override
-    public String exact(Measure m) {
-        return call(m.input(), true);
     }
 
     @Override

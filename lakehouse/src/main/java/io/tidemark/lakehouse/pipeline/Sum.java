@@ -10,7 +10,6 @@ import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.NumericType;
-import org.apache.spark.sql.types.StructField;
 
 /** {@code sum(col)} of whole numbers or decimals: exact, merged by addition. */
 public record Sum() implements AggregateFunction {
@@ -54,16 +53,6 @@ public record Sum() implements AggregateFunction {
     }
 
     @Override
-    public List<StructField> state(Measure m) {
-        return List.of(Measure.field(m.name(), typeOf(m.argType()), !m.notNull()));
-    }
-
-    @Override
-    public List<Measure.Computed> partial(Measure m) {
-        return List.of(new Measure.Computed(m.name(), call(m.input(), false)));
-    }
-
-    @Override
     public Object merge(Measure m, Object stored, Object batch) {
         return add(stored, batch);
     }
@@ -76,11 +65,6 @@ public record Sum() implements AggregateFunction {
     @Override
     public List<Measure.Computed> rollup(Measure m) {
         return List.of(new Measure.Computed(m.name(), "sum(" + m.name() + ")"));
-    }
-
-    @Override
-    public String exact(Measure m) {
-        return call(m.input(), true);
     }
 
     @Override
