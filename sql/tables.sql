@@ -1,7 +1,7 @@
 -- Tidemark's Delta tables. ${lakehouse} is replaced by the lakehouse root at start-up;
 -- the launcher, both jobs and the tests create and register the tables from this file, and those
 -- whose columns the pipeline decides (raw_events, the KPI tables, late_events) from the pipeline
--- (io.tidemark.lakehouse.pipeline.PipelineTables), with the properties below.
+-- (io.tidemark.pipeline.PipelineTables), with the properties below.
 -- All times are UTC. Statements are separated by a line holding only ';'.
 --
 -- The tables the stream writes on every micro-batch (raw_events, kpi_5m, late_events, dead_letter,

@@ -2,7 +2,7 @@
 -- in-memory, so Lakehouse.createAndRegister creates them (after the tables) in every session.
 -- Statements are separated by a line holding only ';'.
 -- The views of the KPI tables (<table>_final, _hourly, _daily) are generated from the pipeline's
--- definition (io.tidemark.lakehouse.pipeline.KpiViews) and created before these, then the views the
+-- definition (io.tidemark.pipeline.KpiViews) and created before these, then the views the
 -- pipeline file declares (CREATE VIEW).
 
 -- Late contributions per event day and KPI table: how many (one per record and window that had

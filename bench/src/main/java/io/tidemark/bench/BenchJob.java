@@ -178,10 +178,10 @@ public final class BenchJob {
      * way (every change, exactly-once: a transaction per round), to a topic of this run: the file written in {@code work}.
      */
     static Path publishing(String named, String topic, Path work) throws java.io.IOException {
-        io.tidemark.lakehouse.pipeline.Pipeline p = named.matches("[a-z][a-z0-9_-]*")
-                ? io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named) : io.tidemark.lakehouse.pipeline.PipelineParser.parse(Path.of(named));
+        io.tidemark.pipeline.Pipeline p = named.matches("[a-z][a-z0-9_-]*")
+                ? io.tidemark.pipeline.PipelineParser.shipped(named) : io.tidemark.pipeline.PipelineParser.parse(Path.of(named));
         String text = p.source().replace("topic '" + p.events().topic() + "'", "topic '" + topic + "'");
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : p.tables()) {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : p.tables()) {
             String props = "'output.kafka.topic' = 'bench-out-" + t.name() + "-" + work.getFileName() + "', 'output.kafka.mode' = 'updates', "
                     + "'output.kafka.exactly-once' = 'true'";
             java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?i)(CREATE\\s+STREAMING\\s+TABLE\\s+" + t.name()
@@ -279,14 +279,14 @@ public final class BenchJob {
     }
 
     /** What a plain query's name (and its table's and checkpoint's) adds for KPI table {@code t}: nothing for a pipeline of one table. */
-    static String querySuffix(io.tidemark.lakehouse.pipeline.Pipeline p, io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t) {
+    static String querySuffix(io.tidemark.pipeline.Pipeline p, io.tidemark.pipeline.Pipeline.KpiTable t) {
         return p.tables().size() == 1 ? "" : "-" + t.name();
     }
 
     /** The pipeline's events as JSON, in its columns' names and types. */
     static StructType eventSchema(TidemarkConfig config) {
         StructType schema = new StructType();
-        for (io.tidemark.lakehouse.pipeline.Pipeline.Column c : config.pipeline().events().columns()) {
+        for (io.tidemark.pipeline.Pipeline.Column c : config.pipeline().events().columns()) {
             schema = schema.add(c.name(), c.type());
         }
         return schema;
@@ -298,9 +298,9 @@ public final class BenchJob {
      * {@code work/checkpoint[-table]}, tables {@code work/kpi[-table]} (no suffix for a pipeline of one table).
      */
     static Map<String, StreamingQuery> plainJobs(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        io.tidemark.lakehouse.pipeline.Pipeline p = config.pipeline();
+        io.tidemark.pipeline.Pipeline p = config.pipeline();
         Map<String, StreamingQuery> out = new java.util.LinkedHashMap<>();
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : p.tables()) {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : p.tables()) {
             Dataset<Row> events = kafka(spark, config)
                     .select(from_json(col("value").cast("string"), eventSchema(config)).as("e"))
                     .select("e.*")
@@ -329,7 +329,7 @@ public final class BenchJob {
      * table {@code work/bronze}.
      */
     static StreamingQuery bronzeJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        io.tidemark.lakehouse.pipeline.Pipeline p = config.pipeline();
+        io.tidemark.pipeline.Pipeline p = config.pipeline();
         List<org.apache.spark.sql.Column> fields = new ArrayList<>();
         p.events().columns().forEach(c -> fields.add(col("e." + c.name())));
         fields.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_timestamp"),

@@ -99,9 +99,9 @@ public final class FreshnessBenchmark {
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rate" -> rate = Double.parseDouble(args[++i]);
-                case "--trigger" -> trigger = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
-                case "--duration" -> duration = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
-                case "--warmup" -> warmup = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
+                case "--trigger" -> trigger = io.tidemark.pipeline.Durations.parse(args[++i]);
+                case "--duration" -> duration = io.tidemark.pipeline.Durations.parse(args[++i]);
+                case "--warmup" -> warmup = io.tidemark.pipeline.Durations.parse(args[++i]);
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (known: --rate N, --trigger 5s, --duration 10m, --warmup 60s, --work DIR)");

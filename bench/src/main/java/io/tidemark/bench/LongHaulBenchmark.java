@@ -132,7 +132,7 @@ public final class LongHaulBenchmark {
                 case "--batches-per-day" -> perDay = Integer.parseInt(args[++i]);
                 case "--maintain-every" -> maintainEvery = Integer.parseInt(args[++i]);
                 case "--sample-every" -> sampleEvery = Integer.parseInt(args[++i]);
-                case "--vacuum-retention" -> vacuumRetention = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
+                case "--vacuum-retention" -> vacuumRetention = io.tidemark.pipeline.Durations.parse(args[++i]);
                 case "--only" -> {
                     String m = args[++i];
                     if (!m.equals("maintained") && !m.equals("unmaintained")) {
@@ -141,7 +141,7 @@ public final class LongHaulBenchmark {
                     modes = List.of(m);
                 }
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
-                case "--max-time" -> maxTime = io.tidemark.lakehouse.pipeline.Durations.parse(args[++i]);
+                case "--max-time" -> maxTime = io.tidemark.pipeline.Durations.parse(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (known: --batches, --records-per-batch, "
                         + "--batches-per-day, --maintain-every, --sample-every, --vacuum-retention, --only, --work, --max-time; or --combine alone, or --probe n,n,...)");
             }
@@ -451,14 +451,14 @@ public final class LongHaulBenchmark {
             long[] filesAfter = {dayFiles(Table.kpi("kpi_5m"), day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
             o.put("versions", "kpi_5m " + kpiBefore + " -> " + kpiAfter + ", raw_events " + rawBefore + " -> " + rawAfter);
             // The day's figures per first dimension from the first KPI table, and the raw log's: the same reads before and after.
-            io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = lakehouse.pipeline().tables().get(0);
+            io.tidemark.pipeline.Pipeline.KpiTable first = lakehouse.pipeline().tables().get(0);
             String dim = first.dimensions().get(0).name();
-            io.tidemark.lakehouse.pipeline.Measure summed = first.measures().stream()
-                    .filter(m -> m.function() instanceof io.tidemark.lakehouse.pipeline.Sum).findFirst().orElseThrow();
-            io.tidemark.lakehouse.pipeline.Measure distinct = first.measures().stream()
-                    .filter(m -> m.function() instanceof io.tidemark.lakehouse.pipeline.DistinctCount).findFirst().orElseThrow();
+            io.tidemark.pipeline.Measure summed = first.measures().stream()
+                    .filter(m -> m.function() instanceof io.tidemark.pipeline.Sum).findFirst().orElseThrow();
+            io.tidemark.pipeline.Measure distinct = first.measures().stream()
+                    .filter(m -> m.function() instanceof io.tidemark.pipeline.DistinctCount).findFirst().orElseThrow();
             String kpiSql = "SELECT " + dim + ", sum(" + first.recordCount().orElseThrow().name() + ") AS records, sum(" + summed.name() + ") AS s, "
-                    + "hll_sketch_estimate(" + io.tidemark.lakehouse.pipeline.DistinctCount.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
+                    + "hll_sketch_estimate(" + io.tidemark.pipeline.DistinctCount.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
                     + "WHERE event_date = DATE'" + day + "' GROUP BY " + dim + " ORDER BY " + dim;
             // The sum as decimals: a sum of doubles depends on the order of the files, which compaction changes.
             String rawSql = "SELECT count(*), sum(CAST(" + summed.argument() + " AS DECIMAL(38, 18))), count(DISTINCT " + distinct.argument()

@@ -57,7 +57,7 @@ import io.tidemark.reconcile.ReconcileResult;
  * The batch layer's cost: reconcile of one closed day of {@code --day-events} events (a) with one day
  * of history in the tables against thirty, and (b) against a plain Spark job over the same day's
  * files (partition filter; per KPI table of the pipeline, a group-by to its windows and dimensions
- * with each measure exact as a user would write it ({@link io.tidemark.lakehouse.pipeline.Measure#writtenExact}); plain Delta overwrite). The three runs go round-robin,
+ * with each measure exact as a user would write it ({@link io.tidemark.pipeline.Measure#writtenExact}); plain Delta overwrite). The three runs go round-robin,
  * {@code --rounds} times.
  *
  * <p>The lakehouses are generated with Spark from deterministic synthetic data of the pipeline's
@@ -222,7 +222,7 @@ public final class ReconcileBenchmark {
                 spark.sql("RESTORE TABLE " + l.ref(t) + " TO VERSION AS OF " + generated);
             }
         }
-        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = l.pipeline().tables().get(0);
+        io.tidemark.pipeline.Pipeline.KpiTable first = l.pipeline().tables().get(0);
         String records = first.recordCount().orElseThrow().name();
         String compared = first.headline().name();
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -250,9 +250,9 @@ public final class ReconcileBenchmark {
      */
     static Run plain(SparkSession spark, Lakehouse lakehouse, Path out, long events, int round, String load) {
         long t0 = System.nanoTime();
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
         String eventTime = pipeline.events().eventTime();
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
             Dataset<Row> day = lakehouse.read(spark, Table.RAW_EVENTS)
                     .filter(col("event_date").between(lit(Date.valueOf(TARGET)), lit(Date.valueOf(TARGET.plusDays(t.window().tumbling() ? 0 : 1)))));
             if (t.where() != null) {
@@ -268,7 +268,7 @@ public final class ReconcileBenchmark {
             kpi.write().format("delta").mode("overwrite").save(out.resolve(t.name()).toString());
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable first = pipeline.tables().get(0);
+        io.tidemark.pipeline.Pipeline.KpiTable first = pipeline.tables().get(0);
         Row check = spark.read().format("delta").load(out.resolve(first.name()).toString())
                 .agg(count(lit(1)), sum(first.recordCount().orElseThrow().name())).first();
         if (first.window().tumbling() && first.where() == null && check.getLong(1) != events) {
@@ -318,8 +318,8 @@ public final class ReconcileBenchmark {
      * the record as JSON as payload.
      */
     static void writeDays(SparkSession spark, Lakehouse l, List<LocalDate> days, long n, int files) {
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = l.pipeline();
-        List<String> columns = pipeline.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList();
+        io.tidemark.pipeline.Pipeline pipeline = l.pipeline();
+        List<String> columns = pipeline.events().columns().stream().map(io.tidemark.pipeline.Pipeline.Column::name).toList();
         TrafficProfile profile = TrafficProfile.forEvents(columns).orElseThrow(() -> new IllegalArgumentException(
                 "no traffic profile writes the events of " + pipeline.file() + " (" + columns + ")"));
         String eventTime = pipeline.events().eventTime();
@@ -353,10 +353,10 @@ public final class ReconcileBenchmark {
         long t0 = System.currentTimeMillis();
         Dataset<Row> onTime = l.read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").between(lit(Date.valueOf(from)), lit(Date.valueOf(to))).and(col("is_late").equalTo(false)));
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = l.pipeline();
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
-            io.tidemark.lakehouse.pipeline.KpiAggregation kpi = new io.tidemark.lakehouse.pipeline.KpiAggregation(t, pipeline.events().eventTime());
-            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, io.tidemark.lakehouse.pipeline.Watermark.NONE)
+        io.tidemark.pipeline.Pipeline pipeline = l.pipeline();
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+            io.tidemark.pipeline.KpiAggregation kpi = new io.tidemark.pipeline.KpiAggregation(t, pipeline.events().eventTime());
+            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, io.tidemark.pipeline.Watermark.NONE)
                     .withColumn("is_final", lit(true))
                     .withColumn("source", lit("stream"))
                     .withColumn("stream_batch_id", lit(0L)));
@@ -377,7 +377,7 @@ public final class ReconcileBenchmark {
                 "records_in", 0L, "on_time", 0L, "late", 0L, "invalid", 0L));
         v.putAll(java.util.Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
                 "write_ms", 0L, "freshness_ms", 0L, io.tidemark.lakehouse.ClosedDays.COLUMN,
-                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.lakehouse.pipeline.Watermark.of(wm), spill).lastClosed().orElseThrow())));
+                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.pipeline.Watermark.of(wm), spill).lastClosed().orElseThrow())));
         v.put("batch_ts", now);
         v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);

@@ -49,7 +49,7 @@ public final class SpeedLayerBenchmark {
     static final List<String> DEFAULT_JOBS = List.of("plain", "tidemark", "diy");
     /** The queries each job runs (the plain job one per KPI table of the pipeline); each must consume exactly the produced events. */
     static Map<String, List<String>> queries(String pipeline) {
-        io.tidemark.lakehouse.pipeline.Pipeline p = 
+        io.tidemark.pipeline.Pipeline p = 
                 io.tidemark.lakehouse.TidemarkConfig.builder().set(io.tidemark.lakehouse.TidemarkConfig.Key.PIPELINE, pipeline).build().pipeline();
         List<String> plain = p.tables().stream().map(t -> "plain" + BenchJob.querySuffix(p, t)).toList();
         List<String> diy = new ArrayList<>(List.of("bronze"));
@@ -164,11 +164,11 @@ public final class SpeedLayerBenchmark {
         io.tidemark.launcher.LocalS3Server s3 = jobs.contains("s3") ? startS3(work) : null;
         try (LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(work.resolve("broker")).withHeapMb(1024))) {
             // The network pipeline reads the benchmark's own topic; a pipeline file its own, with the generator's events for it.
-            io.tidemark.lakehouse.pipeline.Pipeline declared = 
+            io.tidemark.pipeline.Pipeline declared = 
                     io.tidemark.lakehouse.TidemarkConfig.builder().set(io.tidemark.lakehouse.TidemarkConfig.Key.PIPELINE, pipeline).build().pipeline();
             String topic = pipeline.equals("network") ? "bench-events" : declared.events().topic();
             io.tidemark.generate.TrafficProfile profile = io.tidemark.generate.TrafficProfile.forEvents(
-                    declared.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList())
+                    declared.events().columns().stream().map(io.tidemark.pipeline.Pipeline.Column::name).toList())
                     .orElseThrow(() -> new IllegalArgumentException("--pipeline: the generator has no events of " + declared.file()));
             broker.createTopic(topic, 2);
             System.out.printf("producing %,d %s events to %s ...%n", events, profile.cliName(), topic);

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import io.tidemark.lakehouse.pipeline.Pipeline.KafkaOutput.Mode;
+import io.tidemark.pipeline.Pipeline.KafkaOutput.Mode;
 
 /**
  * What a KPI table's committed changes publish: the decision, pure, from the rows Delta's change

@@ -52,8 +52,8 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.lakehouse.SchemaRegistry;
-import io.tidemark.lakehouse.pipeline.Measure;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * Publishes one KPI table's committed changes to its Kafka output topic.

@@ -12,7 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * The Kafka output of every KPI table that declares one: a {@link KpiPublisher} each.

@@ -7,7 +7,7 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.lakehouse.pipeline.Pipeline.KafkaOutput.Mode;
+import io.tidemark.pipeline.Pipeline.KafkaOutput.Mode;
 import io.tidemark.output.KpiChanges.Change;
 import io.tidemark.output.KpiChanges.Publication;
 

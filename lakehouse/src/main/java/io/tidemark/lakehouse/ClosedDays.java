@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Optional;
 
 import org.apache.spark.sql.SparkSession;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 
 /**
  * Which UTC days are closed, as the stream decided it: every day up to and including
@@ -41,7 +41,7 @@ public final class ClosedDays {
     /**
      * The decision for the watermark in force for the next batch when a day's last windows end
      * {@code spill} after its midnight (a hopping window that starts before midnight ends after it:
-     * {@link io.tidemark.lakehouse.pipeline.Pipeline#daySpill}): a day closes when every window starting
+     * {@link io.tidemark.pipeline.Pipeline#daySpill}): a day closes when every window starting
      * on it has.
      */
     public static ClosedDays decidedBy(Watermark next, java.time.Duration spill) {

@@ -30,7 +30,7 @@ import io.tidemark.lakehouse.Lakehouse.Table;
  * reconciled since the last one: an unbalanced closed day is <em>dirty</em>, and this single rule covers
  * "received late records since last reconciled", "a KPI table added since" (it counts nothing for the
  * days before it) and any other disagreement between the raw log and the KPIs. What a table counts is
- * its {@code count(*)} measure without FILTER ({@link io.tidemark.lakehouse.pipeline.Pipeline.KpiTable#recordCount});
+ * its {@code count(*)} measure without FILTER ({@link io.tidemark.pipeline.Pipeline.KpiTable#recordCount});
  * what it should count is the raw records its WHERE keeps, once for each of their windows that start on the day.
  *
  * @param rawRecords  rows of {@code raw_events} with this event_date (late ones included)
@@ -94,13 +94,13 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
                 .groupBy(col("event_date"))
                 .agg(count(lit(1)).as("raw_records"), sum(when(col("is_late"), 1L).otherwise(0L)).as("late_records"))
                 .collectAsList().forEach(r -> raw.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
         java.util.Set<LocalDate> days = new java.util.TreeSet<>(raw.keySet());
         List<Map<LocalDate, long[]>> counted = new java.util.ArrayList<>();
         List<Map<LocalDate, Long>> expected = new java.util.ArrayList<>();
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
             Map<LocalDate, long[]> c = new TreeMap<>();
-            String records = t.recordCount().map(io.tidemark.lakehouse.pipeline.Measure::name).orElseThrow();
+            String records = t.recordCount().map(io.tidemark.pipeline.Measure::name).orElseThrow();
             lakehouse.read(spark, Table.kpi(t.name())).filter(inRange)
                     .groupBy(col("event_date"))
                     .agg(coalesce(sum(col(records)), lit(0L)).as("kpi_records"), count(lit(1)).as("kpi_rows"),
@@ -134,8 +134,8 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
      * What KPI table {@code t} should count per day: its raw records once per window, by the window's day.
      * A tumbling table without WHERE counts each raw record once on its own day (no second read).
      */
-    private static Map<LocalDate, Long> expected(SparkSession spark, Lakehouse lakehouse, io.tidemark.lakehouse.pipeline.Pipeline pipeline,
-                                                 io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t, Map<LocalDate, long[]> raw,
+    private static Map<LocalDate, Long> expected(SparkSession spark, Lakehouse lakehouse, io.tidemark.pipeline.Pipeline pipeline,
+                                                 io.tidemark.pipeline.Pipeline.KpiTable t, Map<LocalDate, long[]> raw,
                                                  LocalDate from, LocalDate to) {
         Map<LocalDate, Long> out = new TreeMap<>();
         if (t.window().tumbling() && t.where() == null) {
@@ -147,7 +147,7 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         if (t.where() != null) {
             records = records.filter(org.apache.spark.sql.functions.expr(t.where()));
         }
-        io.tidemark.lakehouse.pipeline.KpiAggregation.windowed(records, pipeline.events().eventTime(), t.window())
+        io.tidemark.pipeline.KpiAggregation.windowed(records, pipeline.events().eventTime(), t.window())
                 .filter(range("event_date", from, to)).groupBy(col("event_date")).agg(count(lit(1)))
                 .collectAsList().forEach(r -> out.put(r.getDate(0).toLocalDate(), r.getLong(1)));
         return out;

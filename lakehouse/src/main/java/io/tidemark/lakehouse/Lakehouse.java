@@ -43,7 +43,7 @@ public final class Lakehouse {
 
         static {
             // The pipeline's parser refuses these names by the list it holds: the one list of them.
-            if (!OWN.stream().map(Table::tableName).toList().equals(io.tidemark.lakehouse.pipeline.PipelineTables.OWN_TABLES)) {
+            if (!OWN.stream().map(Table::tableName).toList().equals(io.tidemark.pipeline.PipelineTables.OWN_TABLES)) {
                 throw new IllegalStateException("Lakehouse.Table.OWN and PipelineTables.OWN_TABLES name different tables");
             }
         }
@@ -109,7 +109,7 @@ public final class Lakehouse {
     }
 
     /** The pipeline whose KPI tables this lakehouse holds. */
-    public io.tidemark.lakehouse.pipeline.Pipeline pipeline() {
+    public io.tidemark.pipeline.Pipeline pipeline() {
         return (config == null ? TidemarkConfig.defaults() : config).pipeline();
     }
 
@@ -405,7 +405,7 @@ public final class Lakehouse {
 
     /**
      * The statements that create the database and the tables: {@code sql/tables.sql}'s, with those
-     * of the tables whose columns the pipeline decides ({@link io.tidemark.lakehouse.pipeline.PipelineTables}:
+     * of the tables whose columns the pipeline decides ({@link io.tidemark.pipeline.PipelineTables}:
      * raw_events, the KPI tables, late_events) before its first table.
      */
     List<String> tableStatements() {
@@ -413,7 +413,7 @@ public final class Lakehouse {
         boolean added = false;
         for (String statement : statements("tables.sql")) {
             if (!added && CREATE_TABLE.matcher(statement).find()) {
-                io.tidemark.lakehouse.pipeline.PipelineTables.statements(pipeline()).forEach(g -> out.add(g.replace("${lakehouse}", root)));
+                io.tidemark.pipeline.PipelineTables.statements(pipeline()).forEach(g -> out.add(g.replace("${lakehouse}", root)));
                 added = true;
             }
             out.add(statement);
@@ -423,11 +423,11 @@ public final class Lakehouse {
 
     /**
      * The analyst views, each a {@code CREATE OR REPLACE TEMPORARY VIEW}: those of the pipeline's KPI
-     * tables ({@link io.tidemark.lakehouse.pipeline.KpiViews}), then those the pipeline file declares, then
+     * tables ({@link io.tidemark.pipeline.KpiViews}), then those the pipeline file declares, then
      * {@code sql/views.sql}'s, in order.
      */
     public List<String> viewStatements() {
-        List<String> out = new ArrayList<>(io.tidemark.lakehouse.pipeline.KpiViews.statements(pipeline()));
+        List<String> out = new ArrayList<>(io.tidemark.pipeline.KpiViews.statements(pipeline()));
         pipeline().views().forEach(v -> out.add(v.statement()));
         out.addAll(statements("views.sql"));
         return out;

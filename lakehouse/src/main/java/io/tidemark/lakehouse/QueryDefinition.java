@@ -21,7 +21,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * The settings that decide what the stream's numbers mean, recorded where they cannot be separated
@@ -56,7 +56,7 @@ public record QueryDefinition(Map<String, String> settings) {
     private static final List<Key> ORDER = java.util.Arrays.stream(Key.values()).filter(k -> k.scope != TidemarkConfig.Scope.RUN).toList();
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** Prefix of a KPI table's entry: {@code kpi.<table>} = {@link io.tidemark.lakehouse.pipeline.Pipeline.KpiTable#definition}. */
+    /** Prefix of a KPI table's entry: {@code kpi.<table>} = {@link io.tidemark.pipeline.Pipeline.KpiTable#definition}. */
     static final String KPI_PREFIX = "kpi.";
 
     /**
@@ -68,7 +68,7 @@ public record QueryDefinition(Map<String, String> settings) {
         for (Key k : ORDER) {
             m.put(k.name, config.canonical(k));
         }
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : config.pipeline().tables()) {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : config.pipeline().tables()) {
             m.put(KPI_PREFIX + t.name(), t.definition());
         }
         return new QueryDefinition(java.util.Collections.unmodifiableMap(m));
@@ -183,9 +183,9 @@ public record QueryDefinition(Map<String, String> settings) {
         Map<String, String> props = tableSettings(spark, lakehouse, first);
         String recorded = props.get(Key.WINDOW.name);
         if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
-            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + io.tidemark.lakehouse.pipeline.Durations.human(Duration.parse(recorded))
+            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + io.tidemark.pipeline.Durations.human(Duration.parse(recorded))
                     + " KPI windows (" + first + " property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
-                    + io.tidemark.lakehouse.pipeline.Durations.human(config.window()) + "; set window back to " + io.tidemark.lakehouse.pipeline.Durations.human(Duration.parse(recorded))
+                    + io.tidemark.pipeline.Durations.human(config.window()) + "; set window back to " + io.tidemark.pipeline.Durations.human(Duration.parse(recorded))
                     + " (the stream's window): reconcile recomputes days with the window the stream wrote");
         }
         of(config).settings().forEach((k, now) -> {
@@ -256,7 +256,7 @@ public record QueryDefinition(Map<String, String> settings) {
 
     private static String show(Key k, String canonical) {
         return switch (k.type) {
-            case DURATION, DURATION_OR_ZERO -> io.tidemark.lakehouse.pipeline.Durations.human(Duration.parse(canonical));
+            case DURATION, DURATION_OR_ZERO -> io.tidemark.pipeline.Durations.human(Duration.parse(canonical));
             case TEXT -> "'" + canonical + "'";
             default -> canonical;
         };

@@ -11,7 +11,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * The pipeline a lakehouse's stream runs, kept in the lakehouse itself ({@value #FILE} under its

@@ -209,9 +209,9 @@ public final class TidemarkConfig {
     private final Map<Key, String> values;
     private final Map<String, String> kafkaOptions;
     /** The pipeline file's definition when {@code pipeline} names one; null for the shipped default. */
-    private final io.tidemark.lakehouse.pipeline.Pipeline pipeline;
+    private final io.tidemark.pipeline.Pipeline pipeline;
 
-    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, io.tidemark.lakehouse.pipeline.Pipeline pipeline,
+    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, io.tidemark.pipeline.Pipeline pipeline,
                            boolean pipelineNamed) {
         this.values = Collections.unmodifiableMap(values);
         this.kafkaOptions = Collections.unmodifiableMap(kafkaOptions);
@@ -225,9 +225,9 @@ public final class TidemarkConfig {
      * network pipeline with the settings {@code topic}, {@code window} and {@code lateness} applied, which
      * predate pipeline files and keep meaning what they did (their defaults are the file's values).
      */
-    public io.tidemark.lakehouse.pipeline.Pipeline pipeline() {
+    public io.tidemark.pipeline.Pipeline pipeline() {
         return pipeline != null ? pipeline
-                : io.tidemark.lakehouse.pipeline.PipelineParser.shipped(io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT)
+                : io.tidemark.pipeline.PipelineParser.shipped(io.tidemark.pipeline.PipelineParser.DEFAULT)
                         .withSettings(topic(), lateness(), window());
     }
 
@@ -235,7 +235,7 @@ public final class TidemarkConfig {
      * The pipeline {@code pipeline} names when it is not the shipped default, as read when this
      * configuration was built; empty for the default ({@link #pipeline} builds it with the settings).
      */
-    public java.util.Optional<io.tidemark.lakehouse.pipeline.Pipeline> pipelineFile() {
+    public java.util.Optional<io.tidemark.pipeline.Pipeline> pipelineFile() {
         return java.util.Optional.ofNullable(pipeline);
     }
 
@@ -374,15 +374,15 @@ public final class TidemarkConfig {
 
         public TidemarkConfig build() {
             Map<Key, String> v = new LinkedHashMap<>(values);
-            io.tidemark.lakehouse.pipeline.Pipeline p = null;
+            io.tidemark.pipeline.Pipeline p = null;
             String named = v.get(Key.PIPELINE).trim();
-            if (!named.equals(io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT)) {
+            if (!named.equals(io.tidemark.pipeline.PipelineParser.DEFAULT)) {
                 p = readPipeline(named);
                 Map<Key, String[]> fromFile = new LinkedHashMap<>();
                 fromFile.put(Key.TOPIC, new String[] {p.events().topic(), "its event table's option topic"});
                 fromFile.put(Key.LATENESS, new String[] {p.events().lateness().toString(), "its event table's option lateness"});
-                p.table(io.tidemark.lakehouse.pipeline.Pipeline.WINDOW_SETTING_TABLE).ifPresent(t ->
-                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + io.tidemark.lakehouse.pipeline.Pipeline.WINDOW_SETTING_TABLE}));
+                p.table(io.tidemark.pipeline.Pipeline.WINDOW_SETTING_TABLE).ifPresent(t ->
+                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + io.tidemark.pipeline.Pipeline.WINDOW_SETTING_TABLE}));
                 for (Map.Entry<Key, String[]> e : fromFile.entrySet()) {
                     Key k = e.getKey();
                     String mine = v.get(k);
@@ -399,28 +399,28 @@ public final class TidemarkConfig {
 
         private static boolean sameValue(Key k, String a, String b) {
             try {
-                return k.type == Type.TEXT ? a.equals(b) : io.tidemark.lakehouse.pipeline.Durations.parse(a).equals(io.tidemark.lakehouse.pipeline.Durations.parse(b));
+                return k.type == Type.TEXT ? a.equals(b) : io.tidemark.pipeline.Durations.parse(a).equals(io.tidemark.pipeline.Durations.parse(b));
             } catch (RuntimeException notADuration) {
                 return false;
             }
         }
 
         /** The pipeline a {@code pipeline} setting names: a shipped one by name, else a file. */
-        private static io.tidemark.lakehouse.pipeline.Pipeline readPipeline(String named) {
+        private static io.tidemark.pipeline.Pipeline readPipeline(String named) {
             try {
                 if (named.matches("[a-z][a-z0-9_-]*")) {
-                    return io.tidemark.lakehouse.pipeline.PipelineParser.shipped(named);
+                    return io.tidemark.pipeline.PipelineParser.shipped(named);
                 }
                 if (named.contains("://")) {
-                    return io.tidemark.lakehouse.pipeline.PipelineParser.parse(named, RecordedPipeline.readText(named));
+                    return io.tidemark.pipeline.PipelineParser.parse(named, RecordedPipeline.readText(named));
                 }
                 Path file = Path.of(named);
                 if (!Files.isRegularFile(file)) {
                     throw new IllegalArgumentException("setting pipeline = '" + named + "': no such file (give a pipeline file, or the name of a "
-                            + "shipped pipeline: " + io.tidemark.lakehouse.pipeline.PipelineParser.DEFAULT + ")");
+                            + "shipped pipeline: " + io.tidemark.pipeline.PipelineParser.DEFAULT + ")");
                 }
-                return io.tidemark.lakehouse.pipeline.PipelineParser.parse(file);
-            } catch (io.tidemark.lakehouse.pipeline.PipelineException | java.io.UncheckedIOException e) {
+                return io.tidemark.pipeline.PipelineParser.parse(file);
+            } catch (io.tidemark.pipeline.PipelineException | java.io.UncheckedIOException e) {
                 throw new IllegalArgumentException("pipeline " + e.getMessage(), e);
             }
         }
@@ -603,7 +603,7 @@ public final class TidemarkConfig {
 
     private Duration duration(Key k) {
         try {
-            Duration d = io.tidemark.lakehouse.pipeline.Durations.parse(get(k));
+            Duration d = io.tidemark.pipeline.Durations.parse(get(k));
             if (d.isNegative() || (d.isZero() && k.type != Type.DURATION_OR_ZERO)) {
                 throw new IllegalArgumentException("must be positive");
             }

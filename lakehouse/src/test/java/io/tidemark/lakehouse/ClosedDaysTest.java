@@ -6,7 +6,7 @@ import java.time.Instant;
 import java.time.LocalDate;
 
 import org.junit.jupiter.api.Test;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 
 /** The one rule (Watermark) and the decision it gives (ClosedDays), without Spark. */
 class ClosedDaysTest {

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 
 /**
  * The tables as sql/tables.sql declares them, on real Delta tables in a temporary directory: the

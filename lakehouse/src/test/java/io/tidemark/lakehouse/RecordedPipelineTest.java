@@ -10,8 +10,8 @@ import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.PipelineParser;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineParser;
 
 /** The pipeline a lakehouse's stream runs, recorded in the lakehouse, is what a command given none runs. */
 class RecordedPipelineTest {

@@ -51,7 +51,7 @@ class TidemarkConfigSourcesTest {
     void aTriggerOfZeroNeedsNoUnit() {
         // The documented "stream.trigger = 0: micro-batches back to back", as a user writes it.
         assertThat(TidemarkConfig.load(null, Map.of(), Map.of("spark.tidemark.stream.trigger", "0")).build().trigger()).isZero();
-        assertThat(io.tidemark.lakehouse.pipeline.Durations.parse("0 s")).isZero();
+        assertThat(io.tidemark.pipeline.Durations.parse("0 s")).isZero();
     }
 
     @Test

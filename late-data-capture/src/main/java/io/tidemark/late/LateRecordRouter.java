@@ -11,10 +11,10 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
-import io.tidemark.lakehouse.pipeline.BatchConstant;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.BatchConstant;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * The late rule, per KPI table and window ({@link WatermarkLedger} gives the watermark): a record's

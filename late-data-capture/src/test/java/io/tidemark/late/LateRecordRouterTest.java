@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.stream.IntStream;
 
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.PipelineParser;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineParser;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;

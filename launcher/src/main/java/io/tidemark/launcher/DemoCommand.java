@@ -48,7 +48,7 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
@@ -147,8 +147,8 @@ final class DemoCommand extends TidemarkCommand {
                 Key.TRIGGER.name, "5 seconds",
                 Key.MAX_OFFSETS_PER_TRIGGER.name, "100000",
                 Key.STARTING_OFFSETS.name, "earliest"));
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = Lakehouse.of(settings).pipeline();
-        List<String> eventColumns = pipeline.events().columns().stream().map(io.tidemark.lakehouse.pipeline.Pipeline.Column::name).toList();
+        io.tidemark.pipeline.Pipeline pipeline = Lakehouse.of(settings).pipeline();
+        List<String> eventColumns = pipeline.events().columns().stream().map(io.tidemark.pipeline.Pipeline.Column::name).toList();
         TrafficProfile profile = TrafficProfile.forEvents(eventColumns).orElseThrow(() -> new UserError("the demo generates the events of the "
                 + "shipped pipelines (network, payments); the events of " + pipeline.file() + " are " + String.join(", ", eventColumns)
                 + ": send your own to topic " + settings.topic() + " and run 'tidemark stream --pipeline " + pipeline.file() + "'"));
@@ -596,7 +596,7 @@ final class DemoCommand extends TidemarkCommand {
                     LocalS3Server.asSpark(s3Server.endpointSettings()).entrySet().stream().map(e -> "-D" + e.getKey() + "=" + e.getValue()).toList()));
         }
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS records, count_if(is_late) AS late FROM raw_events GROUP BY 1 ORDER BY 1\"", set);
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
             List<String> columns = new ArrayList<>(List.of("window_start"));
             t.dimensions().forEach(d -> columns.add(d.name()));
             t.measures().forEach(m -> columns.add(m.name()));

@@ -10,7 +10,7 @@ final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
     @Override
     public Duration convert(String value) {
         try {
-            return io.tidemark.lakehouse.pipeline.Durations.parse(value);
+            return io.tidemark.pipeline.Durations.parse(value);
         } catch (RuntimeException e) {
             throw new CommandLine.TypeConversionException(e.getMessage());
         }

@@ -5,11 +5,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 
-import io.tidemark.lakehouse.pipeline.Measure;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.PipelineException;
-import io.tidemark.lakehouse.pipeline.PipelineParser;
-import io.tidemark.lakehouse.pipeline.PipelineTables;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineException;
+import io.tidemark.pipeline.PipelineParser;
+import io.tidemark.pipeline.PipelineTables;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 

@@ -28,7 +28,7 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileResult;
@@ -248,9 +248,9 @@ class LauncherPartsTest {
         java.math.BigDecimal br = java.math.BigDecimal.valueOf(batchRecords);
         java.math.BigDecimal sg = new java.math.BigDecimal(streamGb);
         java.math.BigDecimal bg = new java.math.BigDecimal(batchGb);
-        return List.of(new DayOutcome.MeasureDrift("kpi_5m", "record_count", sr, br, io.tidemark.lakehouse.pipeline.DriftRule.relative(sr, br), false,
+        return List.of(new DayOutcome.MeasureDrift("kpi_5m", "record_count", sr, br, io.tidemark.pipeline.DriftRule.relative(sr, br), false,
                         false, 0),
-                new DayOutcome.MeasureDrift("kpi_5m", "total_gb", sg, bg, io.tidemark.lakehouse.pipeline.DriftRule.relative(sg, bg), false, false, 0),
+                new DayOutcome.MeasureDrift("kpi_5m", "total_gb", sg, bg, io.tidemark.pipeline.DriftRule.relative(sg, bg), false, false, 0),
                 new DayOutcome.MeasureDrift("kpi_5m", "subscribers", java.math.BigDecimal.TEN, java.math.BigDecimal.TEN, 0.0, true, false, 0));
     }
 }

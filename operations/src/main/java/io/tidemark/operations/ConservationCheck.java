@@ -14,10 +14,10 @@ import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Measure;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.TruthKpis;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.TruthKpis;
 
 /**
  * The conservation law (README, guarantees of the speed layer), checked on the tables themselves: every consumed Kafka record is in

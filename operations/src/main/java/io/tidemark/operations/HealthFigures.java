@@ -18,9 +18,9 @@ import org.apache.spark.sql.SparkSession;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Pipeline;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
 
@@ -97,9 +97,9 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
                 runs.put(r.getDate(0).toLocalDate(), (long) r.getInt(4));
             }
         }
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
-        io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table = pipeline.tables().get(0);
-        io.tidemark.lakehouse.pipeline.Measure m = table.headline();
+        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        io.tidemark.pipeline.Pipeline.KpiTable table = pipeline.tables().get(0);
+        io.tidemark.pipeline.Measure m = table.headline();
         Map<LocalDate, BigDecimal[]> now = new TreeMap<>();
         Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).where("true" + window.where("event_date"));
         if (table.where() != null) {

@@ -14,7 +14,7 @@ import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.StreamProgress;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 
 class LakehouseFiguresTest {
 

@@ -28,7 +28,7 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.pipeline.Watermark;
+import io.tidemark.pipeline.Watermark;
 import io.tidemark.lakehouse.CommitRetry;
 import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.reconcile.DaySelection;

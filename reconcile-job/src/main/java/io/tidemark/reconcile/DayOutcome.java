@@ -40,7 +40,7 @@ public record DayOutcome(LocalDate day, Status status, long windows, long window
      * @param batch    the truth's, null when none
      * @param driftRel (batch - stream) / batch, null when batch is zero or absent
      * @param estimate the stream's value is a sketch's estimate
-     * @param over     the drift rule's verdict ({@link io.tidemark.lakehouse.pipeline.DriftRule})
+     * @param over     the drift rule's verdict ({@link io.tidemark.pipeline.DriftRule})
      */
     public record MeasureDrift(String kpi, String measure, BigDecimal stream, BigDecimal batch, Double driftRel, boolean estimate,
                                boolean over, long windowsChanged) {

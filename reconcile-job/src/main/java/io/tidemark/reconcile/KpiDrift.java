@@ -13,11 +13,11 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 
-import io.tidemark.lakehouse.pipeline.DriftRule;
-import io.tidemark.lakehouse.pipeline.TruthKpis;
-import io.tidemark.lakehouse.pipeline.Measure;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.WorkingColumns;
+import io.tidemark.pipeline.DriftRule;
+import io.tidemark.pipeline.TruthKpis;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.WorkingColumns;
 
 /**
  * How far a KPI table's current rows are from the truth, measure by measure, derived from the

@@ -30,7 +30,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
 
-import io.tidemark.lakehouse.pipeline.TruthKpis;
+import io.tidemark.pipeline.TruthKpis;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
@@ -194,8 +194,8 @@ public final class ReconcileJob {
             return DayOutcome.noData(day, balance == null ? 0 : balance.kpiRecords(), System.currentTimeMillis() - t0);
         }
         Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = lakehouse.pipeline();
-        io.tidemark.lakehouse.pipeline.DriftRule rule = io.tidemark.lakehouse.pipeline.DriftRule.of(pipeline);
+        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        io.tidemark.pipeline.DriftRule rule = io.tidemark.pipeline.DriftRule.of(pipeline);
         // A hopping window that starts on the day can hold records of the next one.
         Column rawDays = pipeline.daySpill().isZero() ? ofDay : col("event_date").isin(Date.valueOf(day), Date.valueOf(day.plusDays(1)));
         Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(rawDays);
@@ -208,7 +208,7 @@ public final class ReconcileJob {
             List<Dataset<Row>> truths = new ArrayList<>();
             Dataset<Row> report = null;
             StructType reportSchema = reportSchema();
-            for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable table : pipeline.tables()) {
+            for (io.tidemark.pipeline.Pipeline.KpiTable table : pipeline.tables()) {
                 Table kpiTable = Table.kpi(table.name());
                 KpiDrift kpiDrift = new KpiDrift(table);
                 Dataset<Row> truth = TruthKpis.of(raw, table, pipeline.events().eventTime()).filter(ofDay).persist(StorageLevel.MEMORY_AND_DISK());
@@ -232,10 +232,10 @@ public final class ReconcileJob {
                 java.util.Map<String, BigDecimal> batchDay = kpiDrift.dayValues(truth);
                 List<DayOutcome.MeasureDrift> tableMeasures = new ArrayList<>();
                 for (int i = 0; i < table.measures().size(); i++) {
-                    io.tidemark.lakehouse.pipeline.Measure m = table.measures().get(i);
+                    io.tidemark.pipeline.Measure m = table.measures().get(i);
                     BigDecimal st = streamDay.get(m.name());
                     BigDecimal b = batchDay.get(m.name());
-                    tableMeasures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), st, b, io.tidemark.lakehouse.pipeline.DriftRule.relative(st, b),
+                    tableMeasures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), st, b, io.tidemark.pipeline.DriftRule.relative(st, b),
                             m.sketched(), rule.over(m, st, b), f.getLong(3 + i)));
                 }
                 measures.addAll(tableMeasures);

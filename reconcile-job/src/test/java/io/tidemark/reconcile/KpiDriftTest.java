@@ -15,9 +15,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.pipeline.DriftRule;
-import io.tidemark.lakehouse.pipeline.Measure;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.DriftRule;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
 import io.tidemark.testing.LocalSpark;
 
 /**

@@ -9,8 +9,8 @@ import java.util.TreeMap;
 import org.apache.spark.sql.Row;
 
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.WorkingColumns;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.WorkingColumns;
 import io.tidemark.late.WatermarkLedger;
 
 /**

@@ -31,7 +31,7 @@ import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
 
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * Decodes one Kafka message into an event of the pipeline's event table, or says exactly why it is

@@ -24,10 +24,10 @@ import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.WorkingColumns;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.WorkingColumns;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
 
@@ -326,9 +326,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 ? "with watermark.policy=spark its records are late for lagging and reach the KPI tables only at reconcile; "
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
-                        + "idle for watermark.idle-timeout (" + io.tidemark.lakehouse.pipeline.Durations.human(config.watermarkIdleTimeout()) + ")";
+                        + "idle for watermark.idle-timeout (" + io.tidemark.pipeline.Durations.human(config.watermarkIdleTimeout()) + ")";
         LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {} minutes, more than the lateness ({}): {}", skew.trailing(),
-                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), io.tidemark.lakehouse.pipeline.Durations.human(config.lateness()),
+                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), io.tidemark.pipeline.Durations.human(config.lateness()),
                 effect);
     }
 

@@ -21,8 +21,8 @@ import org.apache.spark.sql.types.StructType;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TableUpdate;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
 
 /**
  * Keeps a KPI table up to date for the windows the watermark has not passed yet: the open windows.

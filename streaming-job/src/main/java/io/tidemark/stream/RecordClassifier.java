@@ -21,11 +21,11 @@ import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
-import io.tidemark.lakehouse.pipeline.BatchConstant;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.WorkingColumns;
+import io.tidemark.pipeline.BatchConstant;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.WorkingColumns;
 import io.tidemark.late.LateRecordRouter;
 
 /**

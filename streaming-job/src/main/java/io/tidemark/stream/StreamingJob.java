@@ -104,8 +104,8 @@ public final class StreamingJob {
         spark.conf().set("parquet.enable.dictionary#kafka_offset", "false");
         spark.conf().set("parquet.enable.dictionary#" + lakehouse.pipeline().events().eventTime(), "false");
         // A KPI row's sketch (HLL, KLL) is bytes of its own: no dictionary to build, no min/max to compare; nobody filters on them.
-        for (io.tidemark.lakehouse.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
-            t.measures().stream().filter(io.tidemark.lakehouse.pipeline.Measure::sketched).forEach(m -> {
+        for (io.tidemark.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
+            t.measures().stream().filter(io.tidemark.pipeline.Measure::sketched).forEach(m -> {
                 spark.conf().set("parquet.enable.dictionary#" + m.sketch(), "false");
                 spark.conf().set("parquet.column.statistics.enabled#" + m.sketch(), "false");
             });
@@ -135,7 +135,7 @@ public final class StreamingJob {
      * serve (not compacted, broker unreachable) refuses the start with nothing written.
      */
     private void prepareOutput() {
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = config.pipeline();
+        io.tidemark.pipeline.Pipeline pipeline = config.pipeline();
         output = io.tidemark.output.OutputPublisher.of(Lakehouse.of(config), pipeline, config.bootstrapServers()).orElse(null);
         if (output == null) {
             return;
@@ -179,7 +179,7 @@ public final class StreamingJob {
         QueryDefinition.verify(spark, config, StreamCheckpoint.pendingBatch(config.checkpointUri(), spark.sparkContext().hadoopConfiguration()));
         StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name, spark.sparkContext().hadoopConfiguration());
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name, spark.sparkContext().hadoopConfiguration());
-        io.tidemark.lakehouse.pipeline.Pipeline pipeline = config.pipeline();
+        io.tidemark.pipeline.Pipeline pipeline = config.pipeline();
         if (pipeline.events().format().equals("avro")) {
             // Down or mistyped at start is an error; down later makes the batches wait for it (SchemaRegistry).
             new SchemaRegistry(pipeline.events().schemaRegistry(), EventDecoder.REGISTRY_WAIT).unreachable().ifPresent(why -> {

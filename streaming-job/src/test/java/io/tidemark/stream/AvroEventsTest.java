@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import io.tidemark.lakehouse.SchemaRegistry;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.PipelineParser;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineParser;
 
 /**
  * The Avro decoder against schema files (a registry exported to {@code <id>.avsc}): messages in

@@ -27,9 +27,9 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.PartitionClock;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.WorkingColumns;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.WorkingColumns;
 import io.tidemark.late.WatermarkLedger;
 
 /**
@@ -253,7 +253,7 @@ class BatchPlanTest {
         assertThat(plan.summary().recordsIn()).isEqualTo(3);
         assertThat(plan.kpiRows()).isEqualTo(1);
         // a table whose open rows were never read cannot be planned
-        assertThatThrownBy(() -> kpis.get(0).plan(List.of(), 5, io.tidemark.lakehouse.pipeline.Watermark.ofMillis(0)))
+        assertThatThrownBy(() -> kpis.get(0).plan(List.of(), 5, io.tidemark.pipeline.Watermark.ofMillis(0)))
                 .isInstanceOf(IllegalStateException.class).hasMessage("store_15m: the open rows must be read before a batch is planned");
     }
 

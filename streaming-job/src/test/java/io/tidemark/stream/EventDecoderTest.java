@@ -10,7 +10,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.lakehouse.pipeline.PipelineParser;
+import io.tidemark.pipeline.PipelineParser;
 
 class EventDecoderTest {
     private static final long INGEST = micros("2026-11-29T12:00:00Z");

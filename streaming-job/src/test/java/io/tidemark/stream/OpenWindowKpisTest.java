@@ -14,8 +14,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
 import io.tidemark.testing.LocalSpark;
 
 /**

@@ -23,9 +23,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
 import io.tidemark.testing.LocalSpark;
 
 /**
@@ -229,7 +229,7 @@ class RecordClassifierTest {
     void avroEventsAreClassifiedAsTheirJsonTwinsAre(@org.junit.jupiter.api.io.TempDir java.nio.file.Path schemas) throws Exception {
         java.nio.file.Files.writeString(schemas.resolve("1.avsc"), AvroEventsTest.V1);
         java.nio.file.Files.writeString(schemas.resolve("2.avsc"), AvroEventsTest.V2);
-        Pipeline orders = io.tidemark.lakehouse.pipeline.PipelineParser.parse("orders.sql", AvroEventsTest.pipeline(schemas.toString()));
+        Pipeline orders = io.tidemark.pipeline.PipelineParser.parse("orders.sql", AvroEventsTest.pipeline(schemas.toString()));
         RecordClassifier avro = new RecordClassifier(orders, 1024, Duration.ofMinutes(5), Duration.ofDays(7));
         long ts = t("2026-11-29T14:12:30Z").toEpochMilli();
         List<byte[]> messages = List.of(

@@ -30,14 +30,14 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.PipelineException;
-import io.tidemark.lakehouse.pipeline.PipelineParser;
-import io.tidemark.lakehouse.pipeline.PipelineTables;
-import io.tidemark.lakehouse.pipeline.TruthKpis;
-import io.tidemark.lakehouse.pipeline.WorkingColumns;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineException;
+import io.tidemark.pipeline.PipelineParser;
+import io.tidemark.pipeline.PipelineTables;
+import io.tidemark.pipeline.TruthKpis;
+import io.tidemark.pipeline.WorkingColumns;
 
 import scala.jdk.javaapi.CollectionConverters;
 import io.tidemark.testing.LocalSpark;

@@ -32,10 +32,10 @@ import io.tidemark.generate.PaymentKind;
 import io.tidemark.generate.TrafficGenerator;
 import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
-import io.tidemark.lakehouse.pipeline.Watermark;
-import io.tidemark.lakehouse.pipeline.KpiAggregation;
-import io.tidemark.lakehouse.pipeline.Pipeline;
-import io.tidemark.lakehouse.pipeline.PipelineParser;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineParser;
 import io.tidemark.stream.RecordClassifier;
 import io.tidemark.testing.LocalSpark;
 
