@@ -5,19 +5,32 @@ import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.from_json;
 import static org.apache.spark.sql.functions.to_date;
 
+import java.io.IOException;
+import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
+import javax.management.NotificationEmitter;
+import javax.management.openmbean.CompositeData;
+
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.statistics.IOStatisticsSource;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -26,8 +39,13 @@ import org.apache.spark.sql.streaming.StreamingQueryListener;
 import org.apache.spark.sql.streaming.Trigger;
 import org.apache.spark.sql.types.StructType;
 
+import com.sun.management.GarbageCollectionNotificationInfo;
+import com.sun.management.OperatingSystemMXBean;
+
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineParser;
 import io.tidemark.stream.StreamingJob;
 
 /**
@@ -79,7 +97,7 @@ public final class BenchJob {
                 .set(TidemarkConfig.Key.CHECKPOINT, s3Base != null ? s3Base + "/checkpoint" : work.resolve("checkpoint").toString())
                 .build();
         SparkSession spark = SparkSessions.create(config, "bench-" + mode);
-        S3Requests s3 = s3Base == null ? null : new S3Requests(org.apache.hadoop.fs.FileSystem.get(java.net.URI.create(s3Base),
+        S3Requests s3 = s3Base == null ? null : new S3Requests(FileSystem.get(URI.create(s3Base),
                 spark.sparkContext().hadoopConfiguration()));
         // Which query a progress event belongs to; the listener waits until every query is registered.
         Map<UUID, String> names = new ConcurrentHashMap<>();
@@ -177,14 +195,14 @@ public final class BenchJob {
      * The pipeline {@code named} on the benchmark's topic with every KPI table published to Kafka, in the costlier
      * way (every change, exactly-once: a transaction per round), to a topic of this run: the file written in {@code work}.
      */
-    static Path publishing(String named, String topic, Path work) throws java.io.IOException {
-        io.tidemark.pipeline.Pipeline p = named.matches("[a-z][a-z0-9_-]*")
-                ? io.tidemark.pipeline.PipelineParser.shipped(named) : io.tidemark.pipeline.PipelineParser.parse(Path.of(named));
+    static Path publishing(String named, String topic, Path work) throws IOException {
+        Pipeline p = named.matches("[a-z][a-z0-9_-]*")
+                ? PipelineParser.shipped(named) : PipelineParser.parse(Path.of(named));
         String text = p.source().replace("topic '" + p.events().topic() + "'", "topic '" + topic + "'");
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : p.tables()) {
+        for (Pipeline.KpiTable t : p.tables()) {
             String props = "'output.kafka.topic' = 'bench-out-" + t.name() + "-" + work.getFileName() + "', 'output.kafka.mode' = 'updates', "
                     + "'output.kafka.exactly-once' = 'true'";
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?i)(CREATE\\s+STREAMING\\s+TABLE\\s+" + t.name()
+            Matcher m = Pattern.compile("(?i)(CREATE\\s+STREAMING\\s+TABLE\\s+" + t.name()
                     + ")(\\s+TBLPROPERTIES\\s*\\()?").matcher(text);
             if (!m.find()) {
                 throw new IllegalStateException("no CREATE STREAMING TABLE " + t.name() + " in " + p.file());
@@ -201,7 +219,7 @@ public final class BenchJob {
      */
     static final class S3Requests {
         /** Each kind of request and the S3A counters that count it. */
-        static final Map<String, List<String>> KINDS = new java.util.LinkedHashMap<>();
+        static final Map<String, List<String>> KINDS = new LinkedHashMap<>();
         static {
             KINDS.put("PUT", List.of("object_put_request", "multipart_upload_part_put"));
             KINDS.put("GET", List.of("action_http_get_request"));
@@ -211,10 +229,10 @@ public final class BenchJob {
             KINDS.put("COPY", List.of("object_copy_requests"));
         }
 
-        private final org.apache.hadoop.fs.statistics.IOStatisticsSource fs;
+        private final IOStatisticsSource fs;
 
-        S3Requests(org.apache.hadoop.fs.FileSystem fs) {
-            this.fs = (org.apache.hadoop.fs.statistics.IOStatisticsSource) fs;
+        S3Requests(FileSystem fs) {
+            this.fs = (IOStatisticsSource) fs;
         }
 
         String line() {
@@ -228,7 +246,7 @@ public final class BenchJob {
 
     /** CPU time of this JVM, every thread (Spark's tasks and driver, GC, JIT): the cores a job costs, steadier than wall time on a shared machine. */
     static long processCpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+        return ((OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     /**
@@ -236,16 +254,16 @@ public final class BenchJob {
      * peak of the heap pools mostly says how much garbage the collector let pile up before it ran.
      */
     static final class LiveHeap {
-        private final java.util.concurrent.atomic.AtomicLong peak = new java.util.concurrent.atomic.AtomicLong();
+        private final AtomicLong peak = new AtomicLong();
 
         static LiveHeap watch() {
             LiveHeap h = new LiveHeap();
-            for (java.lang.management.GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
-                ((javax.management.NotificationEmitter) gc).addNotificationListener((n, hb) -> {
-                    if (!com.sun.management.GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(n.getType())) {
+            for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+                ((NotificationEmitter) gc).addNotificationListener((n, hb) -> {
+                    if (!GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(n.getType())) {
                         return;
                     }
-                    var info = com.sun.management.GarbageCollectionNotificationInfo.from((javax.management.openmbean.CompositeData) n.getUserData());
+                    var info = GarbageCollectionNotificationInfo.from((CompositeData) n.getUserData());
                     long used = 0;
                     for (var e : info.getGcInfo().getMemoryUsageAfterGc().entrySet()) {
                         if (isHeap(e.getKey())) {
@@ -279,14 +297,14 @@ public final class BenchJob {
     }
 
     /** What a plain query's name (and its table's and checkpoint's) adds for KPI table {@code t}: nothing for a pipeline of one table. */
-    static String querySuffix(io.tidemark.pipeline.Pipeline p, io.tidemark.pipeline.Pipeline.KpiTable t) {
+    static String querySuffix(Pipeline p, Pipeline.KpiTable t) {
         return p.tables().size() == 1 ? "" : "-" + t.name();
     }
 
     /** The pipeline's events as JSON, in its columns' names and types. */
     static StructType eventSchema(TidemarkConfig config) {
         StructType schema = new StructType();
-        for (io.tidemark.pipeline.Pipeline.Column c : config.pipeline().events().columns()) {
+        for (Pipeline.Column c : config.pipeline().events().columns()) {
             schema = schema.add(c.name(), c.type());
         }
         return schema;
@@ -298,9 +316,9 @@ public final class BenchJob {
      * {@code work/checkpoint[-table]}, tables {@code work/kpi[-table]} (no suffix for a pipeline of one table).
      */
     static Map<String, StreamingQuery> plainJobs(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        io.tidemark.pipeline.Pipeline p = config.pipeline();
-        Map<String, StreamingQuery> out = new java.util.LinkedHashMap<>();
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : p.tables()) {
+        Pipeline p = config.pipeline();
+        Map<String, StreamingQuery> out = new LinkedHashMap<>();
+        for (Pipeline.KpiTable t : p.tables()) {
             Dataset<Row> events = kafka(spark, config)
                     .select(from_json(col("value").cast("string"), eventSchema(config)).as("e"))
                     .select("e.*")
@@ -308,13 +326,13 @@ public final class BenchJob {
             if (t.where() != null) {
                 events = events.where(t.where());
             }
-            List<org.apache.spark.sql.Column> keys = new ArrayList<>(List.of(org.apache.spark.sql.functions.window(col(p.events().eventTime()),
+            List<Column> keys = new ArrayList<>(List.of(org.apache.spark.sql.functions.window(col(p.events().eventTime()),
                     t.window().size().toSeconds() + " seconds", t.window().slide().toSeconds() + " seconds")));
             t.dimensions().forEach(d -> keys.add(col(d.name())));
-            List<org.apache.spark.sql.Column> measures = t.measures().stream().map(m -> expr(m.written()).as(m.name())).toList();
+            List<Column> measures = t.measures().stream().map(m -> expr(m.written()).as(m.name())).toList();
             String suffix = querySuffix(p, t);
-            out.put(suffix, events.groupBy(keys.toArray(org.apache.spark.sql.Column[]::new))
-                    .agg(measures.get(0), measures.subList(1, measures.size()).toArray(org.apache.spark.sql.Column[]::new))
+            out.put(suffix, events.groupBy(keys.toArray(Column[]::new))
+                    .agg(measures.get(0), measures.subList(1, measures.size()).toArray(Column[]::new))
                     .writeStream().format("delta").outputMode("append")
                     .option("checkpointLocation", work.resolve("checkpoint" + suffix).toString())
                     .trigger(Trigger.AvailableNow())
@@ -329,8 +347,8 @@ public final class BenchJob {
      * table {@code work/bronze}.
      */
     static StreamingQuery bronzeJob(SparkSession spark, TidemarkConfig config, Path work) throws Exception {
-        io.tidemark.pipeline.Pipeline p = config.pipeline();
-        List<org.apache.spark.sql.Column> fields = new ArrayList<>();
+        Pipeline p = config.pipeline();
+        List<Column> fields = new ArrayList<>();
         p.events().columns().forEach(c -> fields.add(col("e." + c.name())));
         fields.addAll(List.of(col("payload"), col("kafka_topic"), col("kafka_partition"), col("kafka_offset"), col("kafka_timestamp"),
                 to_date(col("e." + p.events().eventTime())).as("event_date")));
@@ -341,7 +359,7 @@ public final class BenchJob {
                         col("partition").as("kafka_partition"),
                         col("offset").as("kafka_offset"),
                         col("timestamp").as("kafka_timestamp"))
-                .select(fields.toArray(org.apache.spark.sql.Column[]::new))
+                .select(fields.toArray(Column[]::new))
                 .writeStream().format("delta").outputMode("append")
                 .partitionBy("event_date")
                 .option("checkpointLocation", work.resolve("bronze-checkpoint").toString())

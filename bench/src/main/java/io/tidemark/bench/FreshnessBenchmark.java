@@ -27,6 +27,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -57,6 +58,7 @@ import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.pipeline.Durations;
 
 /**
  * Freshness of the speed layer at a live rate: how long after an event enters Kafka a reader can
@@ -99,9 +101,9 @@ public final class FreshnessBenchmark {
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rate" -> rate = Double.parseDouble(args[++i]);
-                case "--trigger" -> trigger = io.tidemark.pipeline.Durations.parse(args[++i]);
-                case "--duration" -> duration = io.tidemark.pipeline.Durations.parse(args[++i]);
-                case "--warmup" -> warmup = io.tidemark.pipeline.Durations.parse(args[++i]);
+                case "--trigger" -> trigger = Durations.parse(args[++i]);
+                case "--duration" -> duration = Durations.parse(args[++i]);
+                case "--warmup" -> warmup = Durations.parse(args[++i]);
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (known: --rate N, --trigger 5s, --duration 10m, --warmup 60s, --work DIR)");
@@ -561,7 +563,7 @@ public final class FreshnessBenchmark {
             return seen.get(table);
         }
 
-        java.util.Set<Long> dataCommits(String table) {
+        Set<Long> dataCommits(String table) {
             return data.get(table);
         }
 

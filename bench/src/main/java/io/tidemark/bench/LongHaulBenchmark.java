@@ -1,15 +1,19 @@
 package io.tidemark.bench;
 
+import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -22,6 +26,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.delta.DeltaLog;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -33,13 +38,18 @@ import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.CommitRetry;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.CommitRetry;
-import io.tidemark.reconcile.DaySelection;
 import io.tidemark.operations.Maintenance;
+import io.tidemark.pipeline.DistinctCount;
+import io.tidemark.pipeline.Durations;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.Sum;
+import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
 
 /**
@@ -117,7 +127,7 @@ public final class LongHaulBenchmark {
             return;
         }
         if (args.length == 2 && args[0].equals("--probe")) { // only the snapshot probes, at the sizes given, from the maintained run's raw_events
-            long[] sizes = java.util.Arrays.stream(args[1].split(",")).mapToLong(Long::parseLong).toArray();
+            long[] sizes = Arrays.stream(args[1].split(",")).mapToLong(Long::parseLong).toArray();
             Path probeWork = work.resolve("snapshot-probe");
             SparkSession spark = probeSession(probeWork);
             System.out.print(probeLines(probeSnapshots(spark, work.resolve("maintained").resolve("lakehouse").resolve(Table.RAW_EVENTS.tableName()),
@@ -132,7 +142,7 @@ public final class LongHaulBenchmark {
                 case "--batches-per-day" -> perDay = Integer.parseInt(args[++i]);
                 case "--maintain-every" -> maintainEvery = Integer.parseInt(args[++i]);
                 case "--sample-every" -> sampleEvery = Integer.parseInt(args[++i]);
-                case "--vacuum-retention" -> vacuumRetention = io.tidemark.pipeline.Durations.parse(args[++i]);
+                case "--vacuum-retention" -> vacuumRetention = Durations.parse(args[++i]);
                 case "--only" -> {
                     String m = args[++i];
                     if (!m.equals("maintained") && !m.equals("unmaintained")) {
@@ -141,7 +151,7 @@ public final class LongHaulBenchmark {
                     modes = List.of(m);
                 }
                 case "--work" -> work = Path.of(args[++i]).toAbsolutePath();
-                case "--max-time" -> maxTime = io.tidemark.pipeline.Durations.parse(args[++i]);
+                case "--max-time" -> maxTime = Durations.parse(args[++i]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[i] + " (known: --batches, --records-per-batch, "
                         + "--batches-per-day, --maintain-every, --sample-every, --vacuum-retention, --only, --work, --max-time; or --combine alone, or --probe n,n,...)");
             }
@@ -210,8 +220,8 @@ public final class LongHaulBenchmark {
                 .toAbsolutePath(), root);
         String log = "\n## " + Instant.now() + " " + command + " (commit " + root.path("commit").asText() + ")\n"
                 + runs.values().stream().map(Run::summary).reduce("", String::concat) + year;
-        Files.writeString(Path.of("bench/results.log").toAbsolutePath(), log, java.nio.file.StandardOpenOption.CREATE,
-                java.nio.file.StandardOpenOption.APPEND);
+        Files.writeString(Path.of("bench/results.log").toAbsolutePath(), log, StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
         System.out.println("written " + Path.of("").toAbsolutePath().relativize(json) + "; appended to bench/results.log; samples per run: "
                 + Path.of("").toAbsolutePath().relativize(work) + "/<run>/samples.csv, batches.csv");
         boolean complete = runs.values().stream().allMatch(r -> r.complete);
@@ -451,14 +461,14 @@ public final class LongHaulBenchmark {
             long[] filesAfter = {dayFiles(Table.kpi("kpi_5m"), day, kpiAfter), dayFiles(Table.RAW_EVENTS, day, rawAfter)};
             o.put("versions", "kpi_5m " + kpiBefore + " -> " + kpiAfter + ", raw_events " + rawBefore + " -> " + rawAfter);
             // The day's figures per first dimension from the first KPI table, and the raw log's: the same reads before and after.
-            io.tidemark.pipeline.Pipeline.KpiTable first = lakehouse.pipeline().tables().get(0);
+            Pipeline.KpiTable first = lakehouse.pipeline().tables().get(0);
             String dim = first.dimensions().get(0).name();
-            io.tidemark.pipeline.Measure summed = first.measures().stream()
-                    .filter(m -> m.function() instanceof io.tidemark.pipeline.Sum).findFirst().orElseThrow();
-            io.tidemark.pipeline.Measure distinct = first.measures().stream()
-                    .filter(m -> m.function() instanceof io.tidemark.pipeline.DistinctCount).findFirst().orElseThrow();
+            Measure summed = first.measures().stream()
+                    .filter(m -> m.function() instanceof Sum).findFirst().orElseThrow();
+            Measure distinct = first.measures().stream()
+                    .filter(m -> m.function() instanceof DistinctCount).findFirst().orElseThrow();
             String kpiSql = "SELECT " + dim + ", sum(" + first.recordCount().orElseThrow().name() + ") AS records, sum(" + summed.name() + ") AS s, "
-                    + "hll_sketch_estimate(" + io.tidemark.pipeline.DistinctCount.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
+                    + "hll_sketch_estimate(" + DistinctCount.orderFreeUnion(distinct.sketch()) + ") AS d FROM %s VERSION AS OF %d "
                     + "WHERE event_date = DATE'" + day + "' GROUP BY " + dim + " ORDER BY " + dim;
             // The sum as decimals: a sum of doubles depends on the order of the files, which compaction changes.
             String rawSql = "SELECT count(*), sum(CAST(" + summed.argument() + " AS DECIMAL(38, 18))), count(DISTINCT " + distinct.argument()
@@ -693,7 +703,7 @@ public final class LongHaulBenchmark {
                         v[7] += size;
                     }
                 }
-            } catch (IOException | java.io.UncheckedIOException e) {
+            } catch (IOException | UncheckedIOException e) {
                 // a file vacuumed or cleaned up while listing: the next sample counts again
             }
             return new TableFiles(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
@@ -801,7 +811,7 @@ public final class LongHaulBenchmark {
         System.out.print(table);
         Path json = BenchResults.write(Path.of("bench/results/long-haul.json").toAbsolutePath(), root);
         Files.writeString(Path.of("bench/results.log").toAbsolutePath(), "\n## " + Instant.now() + " bench/run long-haul --combine\n" + table,
-                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         System.out.println("written " + Path.of("").toAbsolutePath().relativize(json) + "; appended to bench/results.log");
     }
 
@@ -848,7 +858,7 @@ public final class LongHaulBenchmark {
         if (addTemplate == null || removeTemplate == null) {
             throw new IllegalStateException("no add and remove action in " + log + " to build snapshot probes from");
         }
-        com.fasterxml.jackson.databind.ObjectMapper compact = new com.fasterxml.jackson.databind.ObjectMapper();
+        ObjectMapper compact = new ObjectMapper();
         ArrayNode out = BenchResults.JSON.createArrayNode();
         long now = System.currentTimeMillis();
         LocalDate firstDay = LocalDate.of(2026, 1, 1);
@@ -859,7 +869,7 @@ public final class LongHaulBenchmark {
             Files.copy(log.resolve(String.format("%020d.json", 0)), probeLog.resolve(String.format("%020d.json", 0)));
             long removes = actions / 4;
             long adds = actions - removes;
-            try (java.io.BufferedWriter w = Files.newBufferedWriter(probeLog.resolve(String.format("%020d.json", 1)))) {
+            try (BufferedWriter w = Files.newBufferedWriter(probeLog.resolve(String.format("%020d.json", 1)))) {
                 for (long i = 0; i < actions; i++) {
                     boolean add = i < adds;
                     ObjectNode a = ((ObjectNode) (add ? addTemplate : removeTemplate)).deepCopy();

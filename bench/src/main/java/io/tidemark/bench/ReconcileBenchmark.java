@@ -10,6 +10,7 @@ import static org.apache.spark.sql.functions.window;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,18 +18,21 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.sql.Date;
 import java.sql.Timestamp;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
-
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
@@ -42,12 +46,21 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.sql.types.StructField;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import scala.jdk.javaapi.CollectionConverters;
+
 import io.tidemark.generate.TrafficProfile;
+import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
 import io.tidemark.reconcile.ReconcileJob;
@@ -103,7 +116,7 @@ public final class ReconcileBenchmark {
     }
 
     public static void main(String[] args) throws Exception {
-        Instant startedAt = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        Instant startedAt = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         long dayEvents = 5_000_000;
         long historyEvents = 1_000_000;
         int historyDays = 30;
@@ -165,10 +178,10 @@ public final class ReconcileBenchmark {
         }
         System.out.println("h1:  " + describe(spark, p.lakehouse(h1)));
         System.out.println("h" + historyDays + ": " + describe(spark, p.lakehouse(hN)));
-        Map<Path, java.util.Properties> kpiVersions = new TreeMap<>();
+        Map<Path, Properties> kpiVersions = new TreeMap<>();
         for (Path l : List.of(h1, hN)) {
-            java.util.Properties v = new java.util.Properties();
-            try (java.io.Reader r = Files.newBufferedReader(l.resolve(VERSIONS))) {
+            Properties v = new Properties();
+            try (Reader r = Files.newBufferedReader(l.resolve(VERSIONS))) {
                 v.load(r);
             }
             kpiVersions.put(l, v);
@@ -213,7 +226,7 @@ public final class ReconcileBenchmark {
     // The measured runs
     // ------------------------------------------------------------------------------------------
 
-    static Run reconcile(SparkSession spark, TidemarkConfig config, java.util.Properties kpiVersions, String what, long events, int round,
+    static Run reconcile(SparkSession spark, TidemarkConfig config, Properties kpiVersions, String what, long events, int round,
                          String load) {
         Lakehouse l = Lakehouse.of(config);
         for (Table t : l.kpiTables()) {
@@ -222,7 +235,7 @@ public final class ReconcileBenchmark {
                 spark.sql("RESTORE TABLE " + l.ref(t) + " TO VERSION AS OF " + generated);
             }
         }
-        io.tidemark.pipeline.Pipeline.KpiTable first = l.pipeline().tables().get(0);
+        Pipeline.KpiTable first = l.pipeline().tables().get(0);
         String records = first.recordCount().orElseThrow().name();
         String compared = first.headline().name();
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -250,9 +263,9 @@ public final class ReconcileBenchmark {
      */
     static Run plain(SparkSession spark, Lakehouse lakehouse, Path out, long events, int round, String load) {
         long t0 = System.nanoTime();
-        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
+        Pipeline pipeline = lakehouse.pipeline();
         String eventTime = pipeline.events().eventTime();
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+        for (Pipeline.KpiTable t : pipeline.tables()) {
             Dataset<Row> day = lakehouse.read(spark, Table.RAW_EVENTS)
                     .filter(col("event_date").between(lit(Date.valueOf(TARGET)), lit(Date.valueOf(TARGET.plusDays(t.window().tumbling() ? 0 : 1)))));
             if (t.where() != null) {
@@ -268,7 +281,7 @@ public final class ReconcileBenchmark {
             kpi.write().format("delta").mode("overwrite").save(out.resolve(t.name()).toString());
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        io.tidemark.pipeline.Pipeline.KpiTable first = pipeline.tables().get(0);
+        Pipeline.KpiTable first = pipeline.tables().get(0);
         Row check = spark.read().format("delta").load(out.resolve(first.name()).toString())
                 .agg(count(lit(1)), sum(first.recordCount().orElseThrow().name())).first();
         if (first.window().tumbling() && first.where() == null && check.getLong(1) != events) {
@@ -318,8 +331,8 @@ public final class ReconcileBenchmark {
      * the record as JSON as payload.
      */
     static void writeDays(SparkSession spark, Lakehouse l, List<LocalDate> days, long n, int files) {
-        io.tidemark.pipeline.Pipeline pipeline = l.pipeline();
-        List<String> columns = pipeline.events().columns().stream().map(io.tidemark.pipeline.Pipeline.Column::name).toList();
+        Pipeline pipeline = l.pipeline();
+        List<String> columns = pipeline.events().columns().stream().map(Pipeline.Column::name).toList();
         TrafficProfile profile = TrafficProfile.forEvents(columns).orElseThrow(() -> new IllegalArgumentException(
                 "no traffic profile writes the events of " + pipeline.file() + " (" + columns + ")"));
         String eventTime = pipeline.events().eventTime();
@@ -353,10 +366,10 @@ public final class ReconcileBenchmark {
         long t0 = System.currentTimeMillis();
         Dataset<Row> onTime = l.read(spark, Table.RAW_EVENTS)
                 .filter(col("event_date").between(lit(Date.valueOf(from)), lit(Date.valueOf(to))).and(col("is_late").equalTo(false)));
-        io.tidemark.pipeline.Pipeline pipeline = l.pipeline();
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
-            io.tidemark.pipeline.KpiAggregation kpi = new io.tidemark.pipeline.KpiAggregation(t, pipeline.events().eventTime());
-            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, io.tidemark.pipeline.Watermark.NONE)
+        Pipeline pipeline = l.pipeline();
+        for (Pipeline.KpiTable t : pipeline.tables()) {
+            KpiAggregation kpi = new KpiAggregation(t, pipeline.events().eventTime());
+            Dataset<Row> kpis = kpi.stored(kpi.partials(onTime, Watermark.NONE)
                     .withColumn("is_final", lit(true))
                     .withColumn("source", lit("stream"))
                     .withColumn("stream_batch_id", lit(0L)));
@@ -368,16 +381,16 @@ public final class ReconcileBenchmark {
 
     /** One progress row whose next watermark (10 minutes past the end of the day's last window) closes the target day. */
     static void writeProgress(SparkSession spark, Lakehouse l) {
-        java.time.Duration spill = l.pipeline().daySpill();
+        Duration spill = l.pipeline().daySpill();
         Instant wm = TARGET.plusDays(1).atStartOfDay(ZoneOffset.UTC).toInstant().plus(spill).plusSeconds(600);
         Timestamp now = Timestamp.from(Instant.now());
-        java.util.Map<String, Object> v = new java.util.HashMap<>(java.util.Map.of("batch_id", 1_000_000L, "query_id", "bench",
+        Map<String, Object> v = new HashMap<>(Map.of("batch_id", 1_000_000L, "query_id", "bench",
                 "watermark", Timestamp.from(wm.minusSeconds(60)), "next_watermark", Timestamp.from(wm),
                 "max_event_ts", Timestamp.from(wm.plusSeconds(600)), "max_event_ts_seen", Timestamp.from(wm.plusSeconds(600)),
                 "records_in", 0L, "on_time", 0L, "late", 0L, "invalid", 0L));
-        v.putAll(java.util.Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
-                "write_ms", 0L, "freshness_ms", 0L, io.tidemark.lakehouse.ClosedDays.COLUMN,
-                Date.valueOf(io.tidemark.lakehouse.ClosedDays.decidedBy(io.tidemark.pipeline.Watermark.of(wm), spill).lastClosed().orElseThrow())));
+        v.putAll(Map.of("kpi_rows", 0L, "started_at", now, "finished_at", now, "duration_ms", 0L, "classify_ms", 0L,
+                "write_ms", 0L, "freshness_ms", 0L, ClosedDays.COLUMN,
+                Date.valueOf(ClosedDays.decidedBy(Watermark.of(wm), spill).lastClosed().orElseThrow())));
         v.put("batch_ts", now);
         v.put("partition_clocks", null);
         Row r = Lakehouse.row(Table.STREAM_PROGRESS, v);
@@ -386,7 +399,7 @@ public final class ReconcileBenchmark {
     }
 
     static Dataset<Row> asTable(SparkSession spark, Lakehouse l, Table t, Dataset<Row> rows) {
-        java.util.Set<String> have = java.util.Set.of(rows.columns());
+        Set<String> have = Set.of(rows.columns());
         List<Column> cols = new ArrayList<>();
         for (StructField f : l.read(spark, t).schema().fields()) {
             cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
@@ -507,7 +520,7 @@ public final class ReconcileBenchmark {
         public void onJobStart(SparkListenerJobStart e) {
             String id = e.properties() == null ? null : e.properties().getProperty("spark.sql.execution.id");
             if (id != null) {
-                for (Object stage : scala.jdk.javaapi.CollectionConverters.asJava(e.stageIds())) {
+                for (Object stage : CollectionConverters.asJava(e.stageIds())) {
                     stageExecution.put((Integer) stage, Long.parseLong(id));
                 }
             }
@@ -564,7 +577,7 @@ public final class ReconcileBenchmark {
             return;
         }
         try (Stream<Path> s = Files.walk(p)) {
-            for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path q : s.sorted(Comparator.reverseOrder()).toList()) {
                 Files.delete(q);
             }
         }

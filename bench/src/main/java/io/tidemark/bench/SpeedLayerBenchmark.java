@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -27,7 +28,11 @@ import io.tidemark.broker.BrokerSettings;
 import io.tidemark.broker.LocalKafkaBroker;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.launcher.LocalS3Server;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * Drains the same backlog from a real broker with the plain job, the speed layer and the
@@ -49,8 +54,8 @@ public final class SpeedLayerBenchmark {
     static final List<String> DEFAULT_JOBS = List.of("plain", "tidemark", "diy");
     /** The queries each job runs (the plain job one per KPI table of the pipeline); each must consume exactly the produced events. */
     static Map<String, List<String>> queries(String pipeline) {
-        io.tidemark.pipeline.Pipeline p = 
-                io.tidemark.lakehouse.TidemarkConfig.builder().set(io.tidemark.lakehouse.TidemarkConfig.Key.PIPELINE, pipeline).build().pipeline();
+        Pipeline p = 
+                TidemarkConfig.builder().set(TidemarkConfig.Key.PIPELINE, pipeline).build().pipeline();
         List<String> plain = p.tables().stream().map(t -> "plain" + BenchJob.querySuffix(p, t)).toList();
         List<String> diy = new ArrayList<>(List.of("bronze"));
         p.tables().forEach(t -> diy.add("kpi" + BenchJob.querySuffix(p, t)));
@@ -161,14 +166,14 @@ public final class SpeedLayerBenchmark {
         deleteRecursively(work);
         Files.createDirectories(work);
         List<Run> runs = new ArrayList<>();
-        io.tidemark.launcher.LocalS3Server s3 = jobs.contains("s3") ? startS3(work) : null;
+        LocalS3Server s3 = jobs.contains("s3") ? startS3(work) : null;
         try (LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(work.resolve("broker")).withHeapMb(1024))) {
             // The network pipeline reads the benchmark's own topic; a pipeline file its own, with the generator's events for it.
-            io.tidemark.pipeline.Pipeline declared = 
-                    io.tidemark.lakehouse.TidemarkConfig.builder().set(io.tidemark.lakehouse.TidemarkConfig.Key.PIPELINE, pipeline).build().pipeline();
+            Pipeline declared = 
+                    TidemarkConfig.builder().set(TidemarkConfig.Key.PIPELINE, pipeline).build().pipeline();
             String topic = pipeline.equals("network") ? "bench-events" : declared.events().topic();
-            io.tidemark.generate.TrafficProfile profile = io.tidemark.generate.TrafficProfile.forEvents(
-                    declared.events().columns().stream().map(io.tidemark.pipeline.Pipeline.Column::name).toList())
+            TrafficProfile profile = TrafficProfile.forEvents(
+                    declared.events().columns().stream().map(Pipeline.Column::name).toList())
                     .orElseThrow(() -> new IllegalArgumentException("--pipeline: the generator has no events of " + declared.file()));
             broker.createTopic(topic, 2);
             System.out.printf("producing %,d %s events to %s ...%n", events, profile.cliName(), topic);
@@ -382,8 +387,8 @@ public final class SpeedLayerBenchmark {
      * The repository's S3 server ({@code ops/s3-server}, installed first if need be) on a free loopback port, its objects
      * under {@code work}, for the s3 job; {@link #s3Properties} point that job's JVMs at it.
      */
-    static io.tidemark.launcher.LocalS3Server startS3(Path work) throws Exception {
-        io.tidemark.launcher.LocalS3Server s3 = io.tidemark.launcher.LocalS3Server.installAndStart(Path.of("ops", "s3-server").toAbsolutePath(),
+    static LocalS3Server startS3(Path work) throws Exception {
+        LocalS3Server s3 = LocalS3Server.installAndStart(Path.of("ops", "s3-server").toAbsolutePath(),
                 0, "tidemark-bench", work.resolve("s3"));
         Map<String, String> props = new LinkedHashMap<>(s3.sparkSettings());
         props.put("tidemark.bench.s3-base", s3.uri("runs"));
@@ -532,7 +537,7 @@ public final class SpeedLayerBenchmark {
     }
 
     /** A per-batch figure of a run: one value, or for a job of several queries the values per query joined by " / ". */
-    static String perQuery(Run r, java.util.function.Function<List<Batch>, Number> f, String format) {
+    static String perQuery(Run r, Function<List<Batch>, Number> f, String format) {
         return r.queries().stream().map(q -> fmt(format, f.apply(r.of(q)).doubleValue())).collect(Collectors.joining(" / "));
     }
 

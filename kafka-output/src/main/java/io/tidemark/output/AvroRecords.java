@@ -1,6 +1,10 @@
 package io.tidemark.output;
 
 import java.math.BigDecimal;
+import java.sql.Date;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -108,9 +112,9 @@ final class AvroRecords {
         if (s.getLogicalType() instanceof LogicalTypes.Decimal d) {
             return DECIMALS.toBytes(((BigDecimal) v).setScale(d.getScale()), s, d);
         } else if (s.getLogicalType() instanceof LogicalTypes.TimestampMillis) {
-            return v instanceof java.time.Instant i ? i.toEpochMilli() : ((java.sql.Timestamp) v).getTime();
+            return v instanceof Instant i ? i.toEpochMilli() : ((Timestamp) v).getTime();
         } else if (s.getLogicalType() instanceof LogicalTypes.Date) {
-            return (int) (v instanceof java.time.LocalDate d ? d.toEpochDay() : ((java.sql.Date) v).toLocalDate().toEpochDay());
+            return (int) (v instanceof LocalDate d ? d.toEpochDay() : ((Date) v).toLocalDate().toEpochDay());
         }
         return v;
     }

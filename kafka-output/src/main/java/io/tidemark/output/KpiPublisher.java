@@ -5,9 +5,14 @@ import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.struct;
 import static org.apache.spark.sql.functions.to_json;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.sql.Date;
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -45,9 +50,12 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
@@ -239,7 +247,7 @@ public final class KpiPublisher implements AutoCloseable {
      * publication of a table (its rows at {@code version}, day by day) is under way, its days through
      * {@code snapshotThrough}. The value of the progress record: {@code "12"}, or {@code "12 2026-12-01"}.
      */
-    record Progress(long version, java.time.LocalDate snapshotThrough) {
+    record Progress(long version, LocalDate snapshotThrough) {
         boolean complete() {
             return snapshotThrough == null;
         }
@@ -250,7 +258,7 @@ public final class KpiPublisher implements AutoCloseable {
 
         static Progress decode(String value) {
             String[] parts = value.trim().split(" ");
-            return new Progress(Long.parseLong(parts[0]), parts.length > 1 ? java.time.LocalDate.parse(parts[1]) : null);
+            return new Progress(Long.parseLong(parts[0]), parts.length > 1 ? LocalDate.parse(parts[1]) : null);
         }
     }
 
@@ -260,19 +268,19 @@ public final class KpiPublisher implements AutoCloseable {
      * recording the day it reached, the last one the version as published whole.
      */
     private void snapshot(SparkSession spark, Progress from) {
-        List<java.time.LocalDate> days = new ArrayList<>();
+        List<LocalDate> days = new ArrayList<>();
         for (Row r : lakehouse.readAt(spark, delta, from.version()).select("event_date").distinct().collectAsList()) {
-            java.time.LocalDate d = r.getDate(0).toLocalDate();
+            LocalDate d = r.getDate(0).toLocalDate();
             if (from.complete() || d.isAfter(from.snapshotThrough())) {
                 days.add(d);
             }
         }
-        java.util.Collections.sort(days);
+        Collections.sort(days);
         if (days.isEmpty()) {
             round(List.of(), new Progress(from.version(), null));
         }
         for (int i = 0; i < days.size(); i++) {
-            Dataset<Row> day = lakehouse.readAt(spark, delta, from.version()).where(col("event_date").equalTo(lit(java.sql.Date.valueOf(days.get(i)))));
+            Dataset<Row> day = lakehouse.readAt(spark, delta, from.version()).where(col("event_date").equalTo(lit(Date.valueOf(days.get(i)))));
             round(project(day, lit(from.version()), lit("insert")), new Progress(from.version(), i == days.size() - 1 ? null : days.get(i)));
         }
     }
@@ -390,21 +398,21 @@ public final class KpiPublisher implements AutoCloseable {
         if (avroKey != null) {
             return;
         }
-        org.apache.spark.sql.types.StructType s = projected.schema();
-        Schema keySchema = AvroRecords.schemaOf((org.apache.spark.sql.types.StructType) s.apply("ks").dataType(), table.name() + "_key");
+        StructType s = projected.schema();
+        Schema keySchema = AvroRecords.schemaOf((StructType) s.apply("ks").dataType(), table.name() + "_key");
         // The version is never null, whether it comes from the change data feed (a nullable column) or a first publication's
         // constant: one schema for both, so every publisher registers the same one.
-        org.apache.spark.sql.types.StructType value = new org.apache.spark.sql.types.StructType(java.util.Arrays.stream(
-                ((org.apache.spark.sql.types.StructType) s.apply("vs").dataType()).fields())
-                .map(f -> f.name().equals("version") ? new org.apache.spark.sql.types.StructField(f.name(), f.dataType(), false, f.metadata()) : f)
-                .toArray(org.apache.spark.sql.types.StructField[]::new));
+        StructType value = new StructType(Arrays.stream(
+                ((StructType) s.apply("vs").dataType()).fields())
+                .map(f -> f.name().equals("version") ? new StructField(f.name(), f.dataType(), false, f.metadata()) : f)
+                .toArray(StructField[]::new));
         Schema valueSchema = AvroRecords.schemaOf(value, table.name() + "_value");
         SchemaRegistry registry = new SchemaRegistry(output.schemaRegistry(), Duration.ofSeconds(30));
         try {
             AvroRecords k = new AvroRecords(keySchema, registry.register(output.topic() + "-key", keySchema));
             avroValue = new AvroRecords(valueSchema, registry.register(output.topic() + "-value", valueSchema));
             avroKey = k;
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new KafkaException("cannot register the Avro schemas of " + table.name() + "'s output: " + e.getMessage(), e);
         }
     }
@@ -528,7 +536,7 @@ public final class KpiPublisher implements AutoCloseable {
     }
 
     private static String cause(Throwable e) {
-        return io.tidemark.lakehouse.Errors.named(e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e);
+        return Errors.named(e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e);
     }
 
     @Override

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.SparkSession;
 import org.slf4j.Logger;
@@ -36,7 +37,7 @@ public final class OutputPublisher implements AutoCloseable {
     private Thread loop;
     private final Map<String, Long> lastWarnedMs = new TreeMap<>();
     /** Per table: whether its last round failed (what the metrics endpoint shows). */
-    private final Map<String, Boolean> failing = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, Boolean> failing = new ConcurrentHashMap<>();
 
     private OutputPublisher(List<KpiPublisher> publishers) {
         this.publishers = List.copyOf(publishers);

@@ -1,5 +1,6 @@
 package io.tidemark.lakehouse;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.Collection;
@@ -7,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 
 import org.apache.spark.sql.SparkSession;
+
 import io.tidemark.pipeline.Watermark;
 
 /**
@@ -44,7 +46,7 @@ public final class ClosedDays {
      * {@link io.tidemark.pipeline.Pipeline#daySpill}): a day closes when every window starting
      * on it has.
      */
-    public static ClosedDays decidedBy(Watermark next, java.time.Duration spill) {
+    public static ClosedDays decidedBy(Watermark next, Duration spill) {
         if (spill.isZero() || !next.isRecorded()) {
             return decidedBy(next);
         }

@@ -4,6 +4,7 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
 import java.util.Arrays;
 import java.util.Iterator;
 
@@ -59,7 +60,7 @@ public final class ConditionalPutLogStore extends HadoopFileSystemLogStore {
                 throw e;
             }
             if (there == null || !Arrays.equals(there, content)) {
-                java.nio.file.FileAlreadyExistsException taken = new java.nio.file.FileAlreadyExistsException(path.toString());
+                FileAlreadyExistsException taken = new FileAlreadyExistsException(path.toString());
                 taken.initCause(e);
                 throw taken;
             }

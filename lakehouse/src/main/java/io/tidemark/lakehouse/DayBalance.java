@@ -7,12 +7,16 @@ import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.when;
 
+import java.sql.Date;
 import java.time.LocalDate;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 import org.apache.spark.sql.Column;
@@ -21,6 +25,9 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * One day's records in the raw log against the records its KPI rows count, per KPI table.
@@ -45,18 +52,18 @@ import io.tidemark.lakehouse.Lakehouse.Table;
  *                    stream's rows of a day another table holds reconciled rows of
  * @param reconciled  the KPI tables holding reconciled rows ({@code source = 'batch'}) of the day
  */
-public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows, java.util.Set<String> unbalanced,
-                         java.util.Set<String> reconciled) {
+public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows, Set<String> unbalanced,
+                         Set<String> reconciled) {
 
     public DayBalance {
-        unbalanced = java.util.Collections.unmodifiableSet(new java.util.TreeSet<>(unbalanced));
-        reconciled = java.util.Collections.unmodifiableSet(new java.util.TreeSet<>(reconciled));
+        unbalanced = Collections.unmodifiableSet(new TreeSet<>(unbalanced));
+        reconciled = Collections.unmodifiableSet(new TreeSet<>(reconciled));
     }
 
     /** The balance of a pipeline with one KPI table that counts every raw record once (the shipped network pipeline's). */
     public DayBalance(LocalDate day, long rawRecords, long lateRecords, long kpiRecords, long kpiRows) {
-        this(day, rawRecords, lateRecords, kpiRecords, kpiRows, rawRecords == kpiRecords ? java.util.Set.of() : java.util.Set.of("kpi"),
-                java.util.Set.of());
+        this(day, rawRecords, lateRecords, kpiRecords, kpiRows, rawRecords == kpiRecords ? Set.of() : Set.of("kpi"),
+                Set.of());
     }
 
     /** One KPI table's day: the records it counts and should count, and its rows by source. */
@@ -68,9 +75,9 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
      * from what the raw log says they should count, and, when any table holds reconciled rows of the day,
      * those still holding the stream's rows of it.
      */
-    public static java.util.Set<String> unbalanced(List<TableDay> tables) {
+    public static Set<String> unbalanced(List<TableDay> tables) {
         boolean reconciledSomewhere = tables.stream().anyMatch(t -> t.reconciledRows() > 0);
-        java.util.Set<String> out = new java.util.TreeSet<>();
+        Set<String> out = new TreeSet<>();
         for (TableDay t : tables) {
             if (t.counted() != t.expected() || (reconciledSomewhere && t.streamRows() > 0)) {
                 out.add(t.table());
@@ -94,13 +101,13 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
                 .groupBy(col("event_date"))
                 .agg(count(lit(1)).as("raw_records"), sum(when(col("is_late"), 1L).otherwise(0L)).as("late_records"))
                 .collectAsList().forEach(r -> raw.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
-        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
-        java.util.Set<LocalDate> days = new java.util.TreeSet<>(raw.keySet());
-        List<Map<LocalDate, long[]>> counted = new java.util.ArrayList<>();
-        List<Map<LocalDate, Long>> expected = new java.util.ArrayList<>();
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : pipeline.tables()) {
+        Pipeline pipeline = lakehouse.pipeline();
+        Set<LocalDate> days = new TreeSet<>(raw.keySet());
+        List<Map<LocalDate, long[]>> counted = new ArrayList<>();
+        List<Map<LocalDate, Long>> expected = new ArrayList<>();
+        for (Pipeline.KpiTable t : pipeline.tables()) {
             Map<LocalDate, long[]> c = new TreeMap<>();
-            String records = t.recordCount().map(io.tidemark.pipeline.Measure::name).orElseThrow();
+            String records = t.recordCount().map(Measure::name).orElseThrow();
             lakehouse.read(spark, Table.kpi(t.name())).filter(inRange)
                     .groupBy(col("event_date"))
                     .agg(coalesce(sum(col(records)), lit(0L)).as("kpi_records"), count(lit(1)).as("kpi_rows"),
@@ -114,8 +121,8 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         NavigableMap<LocalDate, DayBalance> out = new TreeMap<>();
         for (LocalDate d : days) {
             long[] r = raw.getOrDefault(d, new long[2]);
-            List<TableDay> tables = new java.util.ArrayList<>();
-            java.util.Set<String> reconciled = new java.util.TreeSet<>();
+            List<TableDay> tables = new ArrayList<>();
+            Set<String> reconciled = new TreeSet<>();
             for (int i = 0; i < counted.size(); i++) {
                 long[] c = counted.get(i).getOrDefault(d, new long[3]);
                 String name = pipeline.tables().get(i).name();
@@ -134,8 +141,8 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
      * What KPI table {@code t} should count per day: its raw records once per window, by the window's day.
      * A tumbling table without WHERE counts each raw record once on its own day (no second read).
      */
-    private static Map<LocalDate, Long> expected(SparkSession spark, Lakehouse lakehouse, io.tidemark.pipeline.Pipeline pipeline,
-                                                 io.tidemark.pipeline.Pipeline.KpiTable t, Map<LocalDate, long[]> raw,
+    private static Map<LocalDate, Long> expected(SparkSession spark, Lakehouse lakehouse, Pipeline pipeline,
+                                                 Pipeline.KpiTable t, Map<LocalDate, long[]> raw,
                                                  LocalDate from, LocalDate to) {
         Map<LocalDate, Long> out = new TreeMap<>();
         if (t.window().tumbling() && t.where() == null) {
@@ -147,7 +154,7 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
         if (t.where() != null) {
             records = records.filter(org.apache.spark.sql.functions.expr(t.where()));
         }
-        io.tidemark.pipeline.KpiAggregation.windowed(records, pipeline.events().eventTime(), t.window())
+        KpiAggregation.windowed(records, pipeline.events().eventTime(), t.window())
                 .filter(range("event_date", from, to)).groupBy(col("event_date")).agg(count(lit(1)))
                 .collectAsList().forEach(r -> out.put(r.getDate(0).toLocalDate(), r.getLong(1)));
         return out;
@@ -156,10 +163,10 @@ public record DayBalance(LocalDate day, long rawRecords, long lateRecords, long 
     private static Column range(String column, LocalDate from, LocalDate to) {
         Column inRange = lit(true);
         if (from != null) {
-            inRange = inRange.and(col(column).geq(lit(java.sql.Date.valueOf(from))));
+            inRange = inRange.and(col(column).geq(lit(Date.valueOf(from))));
         }
         if (to != null) {
-            inRange = inRange.and(col(column).leq(lit(java.sql.Date.valueOf(to))));
+            inRange = inRange.and(col(column).leq(lit(Date.valueOf(to))));
         }
         return inRange;
     }

@@ -1,8 +1,10 @@
 package io.tidemark.lakehouse;
 
 import java.util.List;
+import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.function.DoubleSupplier;
+import java.util.function.Supplier;
 
 import org.apache.spark.sql.SparkSession;
 
@@ -23,14 +25,14 @@ public interface FigureSource extends AutoCloseable {
      * @param labelNames its labels' names (empty for a gauge of one sample)
      * @param samples    its current samples, by label values in {@code labelNames} order; a NaN or a missing sample is left out
      */
-    record Figure(String name, String help, List<String> labelNames, java.util.function.Supplier<java.util.Map<List<String>, Double>> samples) {
+    record Figure(String name, String help, List<String> labelNames, Supplier<Map<List<String>, Double>> samples) {
         public Figure {
             labelNames = List.copyOf(labelNames);
         }
 
         /** A gauge of one sample; NaN while not known, when the endpoint leaves the sample out. */
         public static Figure of(String name, String help, DoubleSupplier value) {
-            return new Figure(name, help, List.of(), () -> java.util.Map.of(List.of(), value.getAsDouble()));
+            return new Figure(name, help, List.of(), () -> Map.of(List.of(), value.getAsDouble()));
         }
     }
 

@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 import org.apache.spark.sql.SparkSession;
 
@@ -159,7 +160,7 @@ public final class JobMain {
      * {@link RequestRefusedException} is), the command's one-line refusal and exit
      * {@link ExitCode#BAD_INPUT} instead. For the checks of a {@code main} before anything starts.
      */
-    public static <T> T orRefuse(String command, java.util.function.Supplier<T> check) {
+    public static <T> T orRefuse(String command, Supplier<T> check) {
         try {
             return check.get();
         } catch (IllegalArgumentException e) {

@@ -4,14 +4,32 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
+import org.apache.spark.sql.DataFrameWriter;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+
+import io.delta.tables.DeltaOptimizeBuilder;
+import io.delta.tables.DeltaTable;
+
+import io.tidemark.pipeline.KpiViews;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineTables;
 
 /**
  * The Delta tables under one lakehouse root: their paths and SQL names, created and registered
@@ -43,7 +61,7 @@ public final class Lakehouse {
 
         static {
             // The pipeline's parser refuses these names by the list it holds: the one list of them.
-            if (!OWN.stream().map(Table::tableName).toList().equals(io.tidemark.pipeline.PipelineTables.OWN_TABLES)) {
+            if (!OWN.stream().map(Table::tableName).toList().equals(PipelineTables.OWN_TABLES)) {
                 throw new IllegalStateException("Lakehouse.Table.OWN and PipelineTables.OWN_TABLES name different tables");
             }
         }
@@ -109,7 +127,7 @@ public final class Lakehouse {
     }
 
     /** The pipeline whose KPI tables this lakehouse holds. */
-    public io.tidemark.pipeline.Pipeline pipeline() {
+    public Pipeline pipeline() {
         return (config == null ? TidemarkConfig.defaults() : config).pipeline();
     }
 
@@ -142,7 +160,7 @@ public final class Lakehouse {
 
     /** Whether the table has been created at this lakehouse (it has a Delta log). */
     public boolean exists(SparkSession spark, Table t) {
-        return io.delta.tables.DeltaTable.isDeltaTable(spark, path(t));
+        return DeltaTable.isDeltaTable(spark, path(t));
     }
 
     /** The table's rows at its newest version. */
@@ -167,23 +185,23 @@ public final class Lakehouse {
 
     /** The table's newest committed version. */
     public long version(SparkSession spark, Table t) {
-        return io.delta.tables.DeltaTable.forPath(spark, path(t)).history(1).select("version").first().getLong(0);
+        return DeltaTable.forPath(spark, path(t)).history(1).select("version").first().getLong(0);
     }
 
     /** The files and bytes of the table's current version (Delta's detail). */
     public long[] size(SparkSession spark, Table t) {
-        Row d = io.delta.tables.DeltaTable.forPath(spark, path(t)).detail().select("numFiles", "sizeInBytes").first();
+        Row d = DeltaTable.forPath(spark, path(t)).detail().select("numFiles", "sizeInBytes").first();
         return new long[] {d.getLong(0), d.getLong(1)};
     }
 
     /** The table's Delta properties ({@code TBLPROPERTIES}); empty when the table does not exist yet. */
-    public java.util.Map<String, String> properties(SparkSession spark, Table t) {
+    public Map<String, String> properties(SparkSession spark, Table t) {
         if (!exists(spark, t)) {
-            return java.util.Map.of();
+            return Map.of();
         }
         Row detail = spark.sql("DESCRIBE DETAIL " + ref(t)).first();
-        java.util.Map<String, String> props = detail.getJavaMap(detail.fieldIndex("properties"));
-        return props == null ? java.util.Map.of() : props;
+        Map<String, String> props = detail.getJavaMap(detail.fieldIndex("properties"));
+        return props == null ? Map.of() : props;
     }
 
     /**
@@ -197,10 +215,10 @@ public final class Lakehouse {
             writer(r.rows(), r.note()).mode("overwrite").option("replaceWhere", r.predicate()).save(path(r.table()));
         } else if (update instanceof TableUpdate.DeleteDays d) {
             if (!d.days().isEmpty()) {
-                io.delta.tables.DeltaTable.forPath(spark, path(d.table())).delete(d.predicate());
+                DeltaTable.forPath(spark, path(d.table())).delete(d.predicate());
             }
         } else if (update instanceof TableUpdate.Compact c) {
-            io.delta.tables.DeltaOptimizeBuilder optimize = io.delta.tables.DeltaTable.forPath(spark, path(c.table())).optimize();
+            DeltaOptimizeBuilder optimize = DeltaTable.forPath(spark, path(c.table())).optimize();
             (c.predicate() == null ? optimize : optimize.where(c.predicate())).executeCompaction();
         } else {
             throw new IllegalArgumentException("no such update: " + update);
@@ -217,8 +235,8 @@ public final class Lakehouse {
         return retry.run(update.firstDay(), what, ifGaveUp, () -> commit(spark, update));
     }
 
-    private static org.apache.spark.sql.DataFrameWriter<Row> writer(Dataset<Row> rows, String note) {
-        org.apache.spark.sql.DataFrameWriter<Row> w = rows.write().format("delta");
+    private static DataFrameWriter<Row> writer(Dataset<Row> rows, String note) {
+        DataFrameWriter<Row> w = rows.write().format("delta");
         return note == null ? w : w.option("userMetadata", note);
     }
 
@@ -242,7 +260,7 @@ public final class Lakehouse {
      */
     public void createTables(SparkSession spark, boolean register) {
         for (String statement : tableStatements()) {
-            java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
+            Matcher m = CREATE_TABLE.matcher(statement);
             if (!m.find()) {
                 if (register) {
                     // CREATE DATABASE: the session's own catalog. Registration in a metastore creates it with a location first.
@@ -252,7 +270,7 @@ public final class Lakehouse {
             }
             Table table = Table.of(m.group(1));
             // Create by path, so the table exists at this lakehouse whatever the session's catalog holds...
-            String byPath = m.replaceFirst("CREATE TABLE IF NOT EXISTS " + java.util.regex.Matcher.quoteReplacement(ref(table)) + " (")
+            String byPath = m.replaceFirst("CREATE TABLE IF NOT EXISTS " + Matcher.quoteReplacement(ref(table)) + " (")
                     .replaceAll("(?m)^LOCATION .*$", "");
             try {
                 spark.sql(byPath);
@@ -278,11 +296,11 @@ public final class Lakehouse {
      */
     public void applyDeclaredProperties(SparkSession spark) {
         for (Table table : tables()) {
-            java.util.Map<String, String> declared = declaredProperties(table);
+            Map<String, String> declared = declaredProperties(table);
             if (declared.isEmpty()) {
                 continue;
             }
-            java.util.Map<String, String> current = properties(spark, table);
+            Map<String, String> current = properties(spark, table);
             List<String> changes = new ArrayList<>();
             declared.forEach((k, v) -> {
                 if (!v.equals(current.get(k))) {
@@ -296,14 +314,14 @@ public final class Lakehouse {
     }
 
     /** The {@code TBLPROPERTIES} a table's definition declares, in declaration order (empty when none). */
-    public java.util.Map<String, String> declaredProperties(Table table) {
+    public Map<String, String> declaredProperties(Table table) {
         for (String statement : tableStatements()) {
-            java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
+            Matcher m = CREATE_TABLE.matcher(statement);
             if (m.find() && m.group(1).equalsIgnoreCase(table.tableName())) {
-                java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+                Map<String, String> out = new LinkedHashMap<>();
                 int at = statement.indexOf("TBLPROPERTIES (");
                 if (at >= 0) {
-                    java.util.regex.Matcher kv = PROPERTY.matcher(statement.substring(at));
+                    Matcher kv = PROPERTY.matcher(statement.substring(at));
                     while (kv.find()) {
                         out.put(kv.group(1), kv.group(2));
                     }
@@ -314,7 +332,7 @@ public final class Lakehouse {
         throw new IllegalStateException("no definition of table " + table.tableName());
     }
 
-    private static final java.util.regex.Pattern PROPERTY = java.util.regex.Pattern.compile("'([^']+)'\\s*=\\s*'([^']*)'");
+    private static final Pattern PROPERTY = Pattern.compile("'([^']+)'\\s*=\\s*'([^']*)'");
 
     /**
      * Brings a table written by an earlier version up to its definition: a nullable column the
@@ -322,7 +340,7 @@ public final class Lakehouse {
      * differs is left to Delta's own schema check on the next write.
      */
     private void addMissingColumns(SparkSession spark, Table table) {
-        java.util.Set<String> present = new java.util.HashSet<>(java.util.Arrays.asList(read(spark, table).schema().fieldNames()));
+        Set<String> present = new HashSet<>(Arrays.asList(read(spark, table).schema().fieldNames()));
         List<String> missing = new ArrayList<>();
         List<String> names = new ArrayList<>();
         for (StructField f : schema(table).fields()) {
@@ -337,7 +355,7 @@ public final class Lakehouse {
                 spark.sql("ALTER TABLE " + ref(table) + " ADD COLUMNS (" + String.join(", ", missing) + ")");
             } catch (RuntimeException concurrentAdd) {
                 // Another process may have added them meanwhile; the check below decides.
-                java.util.Set<String> now = new java.util.HashSet<>(java.util.Arrays.asList(read(spark, table).schema().fieldNames()));
+                Set<String> now = new HashSet<>(Arrays.asList(read(spark, table).schema().fieldNames()));
                 if (!now.containsAll(names)) {
                     throw concurrentAdd;
                 }
@@ -353,7 +371,7 @@ public final class Lakehouse {
     public StructType schema(Table table) {
         return schemas.computeIfAbsent(table, t -> {
             for (String statement : tableStatements()) {
-                java.util.regex.Matcher m = CREATE_TABLE.matcher(statement);
+                Matcher m = CREATE_TABLE.matcher(statement);
                 if (m.find() && m.group(1).equalsIgnoreCase(t.tableName())) {
                     int end = statement.indexOf("\n) USING");
                     if (end < 0) {
@@ -366,7 +384,7 @@ public final class Lakehouse {
         });
     }
 
-    private final java.util.Map<Table, StructType> schemas = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Table, StructType> schemas = new ConcurrentHashMap<>();
 
     /** The schema of one of sql/tables.sql's tables, whose columns no pipeline changes (stream_progress, dead_letter...). */
     public static StructType ownSchema(Table table) {
@@ -376,13 +394,13 @@ public final class Lakehouse {
         return OWN_SCHEMAS.computeIfAbsent(table, t -> new Lakehouse("").schema(t));
     }
 
-    private static final java.util.Map<Table, StructType> OWN_SCHEMAS = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final Map<Table, StructType> OWN_SCHEMAS = new ConcurrentHashMap<>();
 
     /**
      * A row of one of sql/tables.sql's tables ({@link #ownSchema}) from its values by column name, in the order of {@link #schema}: a column
      * without a value, or a value without a column, is a programming error and fails at once.
      */
-    public static Row row(Table table, java.util.Map<String, ?> values) {
+    public static Row row(Table table, Map<String, ?> values) {
         StructType schema = ownSchema(table);
         Object[] fields = new Object[schema.size()];
         for (int i = 0; i < fields.length; i++) {
@@ -393,15 +411,15 @@ public final class Lakehouse {
             fields[i] = values.get(name);
         }
         if (values.size() != fields.length) {
-            java.util.Set<String> extra = new java.util.TreeSet<>(values.keySet());
-            extra.removeAll(java.util.Arrays.asList(schema.fieldNames()));
+            Set<String> extra = new TreeSet<>(values.keySet());
+            extra.removeAll(Arrays.asList(schema.fieldNames()));
             throw new IllegalArgumentException(table.tableName() + " has no column " + extra);
         }
-        return new org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema(fields, schema);
+        return new GenericRowWithSchema(fields, schema);
     }
 
-    private static final java.util.regex.Pattern CREATE_TABLE =
-            java.util.regex.Pattern.compile("CREATE TABLE IF NOT EXISTS tidemark\\.(\\w+) \\(");
+    private static final Pattern CREATE_TABLE =
+            Pattern.compile("CREATE TABLE IF NOT EXISTS tidemark\\.(\\w+) \\(");
 
     /**
      * The statements that create the database and the tables: {@code sql/tables.sql}'s, with those
@@ -413,7 +431,7 @@ public final class Lakehouse {
         boolean added = false;
         for (String statement : statements("tables.sql")) {
             if (!added && CREATE_TABLE.matcher(statement).find()) {
-                io.tidemark.pipeline.PipelineTables.statements(pipeline()).forEach(g -> out.add(g.replace("${lakehouse}", root)));
+                PipelineTables.statements(pipeline()).forEach(g -> out.add(g.replace("${lakehouse}", root)));
                 added = true;
             }
             out.add(statement);
@@ -427,7 +445,7 @@ public final class Lakehouse {
      * {@code sql/views.sql}'s, in order.
      */
     public List<String> viewStatements() {
-        List<String> out = new ArrayList<>(io.tidemark.pipeline.KpiViews.statements(pipeline()));
+        List<String> out = new ArrayList<>(KpiViews.statements(pipeline()));
         pipeline().views().forEach(v -> out.add(v.statement()));
         out.addAll(statements("views.sql"));
         return out;

@@ -1,9 +1,17 @@
 package io.tidemark.lakehouse;
 
+import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.RuntimeConfig;
 
 /**
  * What a lakehouse or a stream checkpoint on S3 needs from Delta and Spark, and the configurations
@@ -61,15 +69,15 @@ public final class ObjectStorage {
      * racing writers creates it. A refused PUT (the file exists: HTTP 412) and any other failure are
      * an {@code IOException}; the caller tells them apart by looking at the file.
      */
-    public static void createIfAbsent(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path file, byte[] content) throws java.io.IOException {
+    public static void createIfAbsent(FileSystem fs, Path file, byte[] content) throws IOException {
         if (!fs.getConf().getBoolean(CONDITIONAL_ENABLED, true)) {
-            throw new java.io.IOException("cannot create " + file + " exclusively: " + CONDITIONAL_ENABLED
+            throw new IOException("cannot create " + file + " exclusively: " + CONDITIONAL_ENABLED
                     + " is false, and without conditional PUTs two writers can overwrite each other; remove that setting");
         }
-        org.apache.hadoop.fs.FSDataOutputStreamBuilder<?, ?> create = fs.createFile(file);
+        FSDataOutputStreamBuilder<?, ?> create = fs.createFile(file);
         create.overwrite(false);
         create.must(CONDITIONAL_CREATE, true);
-        try (org.apache.hadoop.fs.FSDataOutputStream out = (org.apache.hadoop.fs.FSDataOutputStream) create.build()) {
+        try (FSDataOutputStream out = (FSDataOutputStream) create.build()) {
             out.write(content);
         }
     }
@@ -77,7 +85,7 @@ public final class ObjectStorage {
     /** Whether a failed {@link #createIfAbsent} was refused because the file exists (HTTP 412), as S3A reports it. */
     public static boolean refusedAsExisting(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof org.apache.hadoop.fs.FileAlreadyExistsException || t instanceof java.nio.file.FileAlreadyExistsException
+            if (t instanceof FileAlreadyExistsException || t instanceof java.nio.file.FileAlreadyExistsException
                     || t.getClass().getName().equals("org.apache.hadoop.fs.s3a.RemoteFileChangedException")
                     || String.valueOf(t.getMessage()).contains("Status Code: 412")) {
                 return true;
@@ -126,7 +134,7 @@ public final class ObjectStorage {
      * does not have), unless the configuration names another; elsewhere Spark's default again if
      * an earlier stream of the session had set that one.
      */
-    public static void applyCheckpointManager(org.apache.spark.sql.RuntimeConfig conf, String checkpoint) {
+    public static void applyCheckpointManager(RuntimeConfig conf, String checkpoint) {
         String current = conf.getOption(CHECKPOINT_MANAGER_KEY).getOrElse(() -> null);
         if (isS3(checkpoint)) {
             if (current == null) {

@@ -7,12 +7,15 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
@@ -21,6 +24,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.pipeline.Durations;
 import io.tidemark.pipeline.Pipeline;
 
 /**
@@ -53,7 +57,7 @@ public record QueryDefinition(Map<String, String> settings) {
     /** What a definition recorded before a setting existed was written with. */
     private static final Map<Key, String> BEFORE_IT_WAS_RECORDED = Map.of(Key.WATERMARK_POLICY, "spark");
     /** The recorded settings, in the order of their declaration. */
-    private static final List<Key> ORDER = java.util.Arrays.stream(Key.values()).filter(k -> k.scope != TidemarkConfig.Scope.RUN).toList();
+    private static final List<Key> ORDER = Arrays.stream(Key.values()).filter(k -> k.scope != TidemarkConfig.Scope.RUN).toList();
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** Prefix of a KPI table's entry: {@code kpi.<table>} = {@link io.tidemark.pipeline.Pipeline.KpiTable#definition}. */
@@ -68,10 +72,10 @@ public record QueryDefinition(Map<String, String> settings) {
         for (Key k : ORDER) {
             m.put(k.name, config.canonical(k));
         }
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : config.pipeline().tables()) {
+        for (Pipeline.KpiTable t : config.pipeline().tables()) {
             m.put(KPI_PREFIX + t.name(), t.definition());
         }
-        return new QueryDefinition(java.util.Collections.unmodifiableMap(m));
+        return new QueryDefinition(Collections.unmodifiableMap(m));
     }
 
     /** The tables that carry the definition as properties: the KPI tables and stream_progress. */
@@ -82,7 +86,7 @@ public record QueryDefinition(Map<String, String> settings) {
     }
 
     private static List<Key> keys(TidemarkConfig.Scope scope) {
-        return java.util.Arrays.stream(Key.values()).filter(k -> k.scope == scope).toList();
+        return Arrays.stream(Key.values()).filter(k -> k.scope == scope).toList();
     }
 
     /** What one place (the checkpoint when table is null, or one table) says the definition was; missing keys are absent. */
@@ -183,9 +187,9 @@ public record QueryDefinition(Map<String, String> settings) {
         Map<String, String> props = tableSettings(spark, lakehouse, first);
         String recorded = props.get(Key.WINDOW.name);
         if (recorded != null && !Duration.parse(recorded).equals(config.window())) {
-            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + io.tidemark.pipeline.Durations.human(Duration.parse(recorded))
+            throw new IncompatibleQueryException("the lakehouse " + lakehouse.root() + " holds " + Durations.human(Duration.parse(recorded))
                     + " KPI windows (" + first + " property " + PROPERTY_PREFIX + Key.WINDOW.name + ") but this run has window = "
-                    + io.tidemark.pipeline.Durations.human(config.window()) + "; set window back to " + io.tidemark.pipeline.Durations.human(Duration.parse(recorded))
+                    + Durations.human(config.window()) + "; set window back to " + Durations.human(Duration.parse(recorded))
                     + " (the stream's window): reconcile recomputes days with the window the stream wrote");
         }
         of(config).settings().forEach((k, now) -> {
@@ -256,7 +260,7 @@ public record QueryDefinition(Map<String, String> settings) {
 
     private static String show(Key k, String canonical) {
         return switch (k.type) {
-            case DURATION, DURATION_OR_ZERO -> io.tidemark.pipeline.Durations.human(Duration.parse(canonical));
+            case DURATION, DURATION_OR_ZERO -> Durations.human(Duration.parse(canonical));
             case TEXT -> "'" + canonical + "'";
             default -> canonical;
         };
@@ -301,16 +305,16 @@ public record QueryDefinition(Map<String, String> settings) {
         return out;
     }
 
-    private static org.apache.hadoop.fs.Path checkpointPath(String checkpointUri, String relative) {
-        return new org.apache.hadoop.fs.Path(new org.apache.hadoop.fs.Path(checkpointUri), relative);
+    private static Path checkpointPath(String checkpointUri, String relative) {
+        return new Path(new Path(checkpointUri), relative);
     }
 
-    private static FileSystem fs(SparkSession spark, org.apache.hadoop.fs.Path p) throws IOException {
+    private static FileSystem fs(SparkSession spark, Path p) throws IOException {
         return p.getFileSystem(spark.sparkContext().hadoopConfiguration());
     }
 
     static Map<String, String> checkpointSettings(SparkSession spark, String checkpointUri) {
-        org.apache.hadoop.fs.Path p = checkpointPath(checkpointUri, FILE);
+        Path p = checkpointPath(checkpointUri, FILE);
         try {
             FileSystem fs = fs(spark, p);
             if (!fs.exists(p)) {
@@ -326,8 +330,8 @@ public record QueryDefinition(Map<String, String> settings) {
     }
 
     private static void writeCheckpointFile(SparkSession spark, String checkpointUri, Map<String, String> settings) {
-        org.apache.hadoop.fs.Path p = checkpointPath(checkpointUri, FILE);
-        org.apache.hadoop.fs.Path tmp = checkpointPath(checkpointUri, "." + FILE + ".tmp");
+        Path p = checkpointPath(checkpointUri, FILE);
+        Path tmp = checkpointPath(checkpointUri, "." + FILE + ".tmp");
         try {
             FileSystem fs = fs(spark, p);
             fs.mkdirs(p.getParent());

@@ -1,19 +1,31 @@
 package io.tidemark.lakehouse;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.avro.Schema;
+import org.apache.avro.SchemaParseException;
+import org.apache.avro.generic.GenericDatumWriter;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.EncoderFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -161,7 +173,7 @@ public final class SchemaRegistry implements Serializable {
         }
         try {
             return Optional.of(new Schema.Parser().parse(text));
-        } catch (org.apache.avro.SchemaParseException e) {
+        } catch (SchemaParseException e) {
             LOG.warn("schema id {} of the schema registry at {} is not an Avro schema ({}); its records go to dead_letter as UNKNOWN_SCHEMA", id,
                     location, e.getMessage());
             return Optional.empty();
@@ -182,11 +194,11 @@ public final class SchemaRegistry implements Serializable {
      */
     public int register(String subject, Schema schema) throws IOException {
         if (http()) {
-            String body = JSON.writeValueAsString(java.util.Map.of("schema", schema.toString()));
+            String body = JSON.writeValueAsString(Map.of("schema", schema.toString()));
             HttpResponse<String> r;
             try {
-                r = client().send(HttpRequest.newBuilder(URI.create(location + "/subjects/" + java.net.URLEncoder.encode(subject,
-                                java.nio.charset.StandardCharsets.UTF_8) + "/versions")).timeout(Duration.ofSeconds(30))
+                r = client().send(HttpRequest.newBuilder(URI.create(location + "/subjects/" + URLEncoder.encode(subject,
+                                StandardCharsets.UTF_8) + "/versions")).timeout(Duration.ofSeconds(30))
                         .header("Content-Type", "application/vnd.schemaregistry.v1+json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
                         HttpResponse.BodyHandlers.ofString());
             } catch (InterruptedException e) {
@@ -222,23 +234,23 @@ public final class SchemaRegistry implements Serializable {
                     if (new Schema.Parser().parse(Files.readString(f)).equals(schema)) {
                         return id;
                     }
-                } catch (org.apache.avro.SchemaParseException e) {
+                } catch (SchemaParseException e) {
                     // not a schema: its id stays taken
                 }
             }
         }
         for (int id = highest + 1; ; id++) {
             try {
-                Files.writeString(dir.resolve(id + ".avsc"), schema.toString(true), java.nio.file.StandardOpenOption.CREATE_NEW);
+                Files.writeString(dir.resolve(id + ".avsc"), schema.toString(true), StandardOpenOption.CREATE_NEW);
                 return id;
-            } catch (java.nio.file.FileAlreadyExistsException taken) {
+            } catch (FileAlreadyExistsException taken) {
                 // another publisher claimed it a moment ago: for the same schema (two registering at once), or the next one
                 try {
                     if (new Schema.Parser().parse(Files.readString(taken.getFile() == null ? dir.resolve(id + ".avsc") : Path.of(taken.getFile())))
                             .equals(schema)) {
                         return id;
                     }
-                } catch (org.apache.avro.SchemaParseException | IOException halfWritten) {
+                } catch (SchemaParseException | IOException halfWritten) {
                     // being written: a schema of its own
                 }
             }
@@ -249,18 +261,18 @@ public final class SchemaRegistry implements Serializable {
      * A record in Confluent's wire format: the magic byte 0, the schema's id (4 bytes, big-endian),
      * then the record in Avro's binary encoding, written by Avro's own {@code GenericDatumWriter}.
      */
-    public static byte[] wire(int id, org.apache.avro.generic.GenericRecord record) {
-        return wire(id, record, new org.apache.avro.generic.GenericDatumWriter<>(record.getSchema()));
+    public static byte[] wire(int id, GenericRecord record) {
+        return wire(id, record, new GenericDatumWriter<>(record.getSchema()));
     }
 
     /** As {@link #wire(int, org.apache.avro.generic.GenericRecord)}, with a writer made once for the record's schema. */
-    public static byte[] wire(int id, org.apache.avro.generic.GenericRecord record,
-                              org.apache.avro.generic.GenericDatumWriter<org.apache.avro.generic.GenericRecord> writer) {
+    public static byte[] wire(int id, GenericRecord record,
+                              GenericDatumWriter<GenericRecord> writer) {
         try {
-            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
+            ByteArrayOutputStream out = new ByteArrayOutputStream(64);
             out.write(0);
-            out.write(java.nio.ByteBuffer.allocate(4).putInt(id).array());
-            org.apache.avro.io.BinaryEncoder e = org.apache.avro.io.EncoderFactory.get().directBinaryEncoder(out, null);
+            out.write(ByteBuffer.allocate(4).putInt(id).array());
+            BinaryEncoder e = EncoderFactory.get().directBinaryEncoder(out, null);
             writer.write(record, e);
             e.flush();
             return out.toByteArray();

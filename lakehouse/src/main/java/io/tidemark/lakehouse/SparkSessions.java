@@ -1,5 +1,12 @@
 package io.tidemark.lakehouse;
 
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 
 /** Builds the Spark session both jobs run in, with Delta and the tuning measured in bench/. */
@@ -13,11 +20,11 @@ public final class SparkSessions {
      * to Spark's own configuration.
      */
     public static SparkSession create(TidemarkConfig config, String appName) {
-        return create(config, appName, java.util.Map.of());
+        return create(config, appName, Map.of());
     }
 
     /** As {@link #create(TidemarkConfig, String)}, with {@code extra} Spark settings applied last (e.g. a Hive metastore's). */
-    public static SparkSession create(TidemarkConfig config, String appName, java.util.Map<String, String> extra) {
+    public static SparkSession create(TidemarkConfig config, String appName, Map<String, String> extra) {
         SparkSession.Builder b = SparkSession.builder();
         boolean submitted = System.getProperty("spark.master") != null;
         String master = submitted ? System.getProperty("spark.master") : config.sparkMaster();
@@ -25,8 +32,8 @@ public final class SparkSessions {
             b.master(master);
         }
         // What the JVM was started with: spark-submit's --conf and spark-defaults.conf arrive as spark.* system properties.
-        java.util.Map<String, String> given = new java.util.HashMap<>();
-        for (scala.Tuple2<String, String> kv : new org.apache.spark.SparkConf(true).getAll()) {
+        Map<String, String> given = new HashMap<>();
+        for (scala.Tuple2<String, String> kv : new SparkConf(true).getAll()) {
             given.put(kv._1(), kv._2());
         }
         b.appName(appName(appName, given));
@@ -40,7 +47,7 @@ public final class SparkSessions {
      * spark.app.name}), else Tidemark's ({@code tidemark-stream}, ...). spark-submit names an application
      * after its main class when not told otherwise: a Tidemark class name counts as not told.
      */
-    static String appName(String tidemarks, java.util.Map<String, String> given) {
+    static String appName(String tidemarks, Map<String, String> given) {
         String name = given.get("spark.app.name");
         return name == null || name.isBlank() || name.startsWith("io.tidemark.") ? tidemarks : name;
     }
@@ -62,8 +69,8 @@ public final class SparkSessions {
      *   spark.sql.shuffle.partitions=400} is what runs.</li>
      * </ul>
      */
-    static java.util.Map<String, String> settings(TidemarkConfig config, java.util.Map<String, String> given, String master, boolean submitted) {
-        java.util.Map<String, String> tuning = new java.util.LinkedHashMap<>();
+    static Map<String, String> settings(TidemarkConfig config, Map<String, String> given, String master, boolean submitted) {
+        Map<String, String> tuning = new LinkedHashMap<>();
         if (!submitted) {
             tuning.put("spark.driver.host", "127.0.0.1");
             tuning.put("spark.driver.bindAddress", "127.0.0.1");
@@ -95,11 +102,11 @@ public final class SparkSessions {
         // On one machine, file: paths without a process per file written (LocalDisk). Not on a cluster:
         // its executors keep Hadoop's class, which every executor's class loader has.
         if (master.startsWith("local")) {
-            tuning.putAll(new java.util.TreeMap<>(LocalDisk.sparkSettings()));
+            tuning.putAll(new TreeMap<>(LocalDisk.sparkSettings()));
         }
-        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        Map<String, String> out = new LinkedHashMap<>();
         String extensions = given.get("spark.sql.extensions");
-        boolean hasDelta = extensions != null && java.util.Arrays.stream(extensions.split(",")).map(String::trim).anyMatch(DELTA_EXTENSION::equals);
+        boolean hasDelta = extensions != null && Arrays.stream(extensions.split(",")).map(String::trim).anyMatch(DELTA_EXTENSION::equals);
         out.put("spark.sql.extensions", extensions == null || extensions.isBlank() ? DELTA_EXTENSION
                 : hasDelta ? extensions : extensions + "," + DELTA_EXTENSION);
         out.put("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog");

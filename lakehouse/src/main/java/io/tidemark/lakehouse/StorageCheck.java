@@ -8,8 +8,12 @@ import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
+import java.nio.file.ReadOnlyFileSystemException;
 import java.util.Locale;
 import java.util.UUID;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
 
 /**
  * Checks at start-up that a directory the job writes (the lakehouse, the checkpoint) can be written,
@@ -43,7 +47,7 @@ public final class StorageCheck {
             if (m.contains("no space left on device") || m.contains("disk quota exceeded")) {
                 return NO_SPACE;
             }
-            if (e instanceof java.nio.file.ReadOnlyFileSystemException || m.contains("read-only file system")) {
+            if (e instanceof ReadOnlyFileSystemException || m.contains("read-only file system")) {
                 return READ_ONLY;
             }
             if (e instanceof AccessDeniedException || m.contains("permission denied") || m.contains("operation not permitted")) {
@@ -85,7 +89,7 @@ public final class StorageCheck {
      * @param hadoop  the session's Hadoop configuration (an object store's endpoint and credentials)
      * @throws StorageUnavailableException the path cannot be written
      */
-    public static void requireWritable(String uri, String setting, org.apache.hadoop.conf.Configuration hadoop) {
+    public static void requireWritable(String uri, String setting, Configuration hadoop) {
         if (uri.contains("://") && !uri.startsWith("file:")) {
             requireWritableHadoop(uri, setting, hadoop);
             return;
@@ -109,11 +113,11 @@ public final class StorageCheck {
         }
     }
 
-    private static void requireWritableHadoop(String uri, String setting, org.apache.hadoop.conf.Configuration hadoop) {
+    private static void requireWritableHadoop(String uri, String setting, Configuration hadoop) {
         org.apache.hadoop.fs.Path dir = new org.apache.hadoop.fs.Path(uri);
         org.apache.hadoop.fs.Path probe = new org.apache.hadoop.fs.Path(dir, ".tidemark-write-probe-" + UUID.randomUUID());
         try {
-            org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(hadoop);
+            FileSystem fs = dir.getFileSystem(hadoop);
             if (ObjectStorage.isS3(uri)) {
                 ObjectStorage.createIfAbsent(fs, probe, new byte[] {1});
                 boolean overwritten;

@@ -21,6 +21,8 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 
+import scala.jdk.javaapi.CollectionConverters;
+
 import io.tidemark.lakehouse.Lakehouse.Table;
 
 /**
@@ -88,7 +90,7 @@ public record StreamProgress(long batchId, String queryId, Instant watermark, In
         v.put("batch_ts", timestamp(batchTs));
         List<Row> clocks = new ArrayList<>();
         partitionClocks.forEach((p, c) -> clocks.add(RowFactory.create(p, new Timestamp(c.maxEventMs()), new Timestamp(c.lastRecordBatchTimeMs()))));
-        v.put("partition_clocks", scala.jdk.javaapi.CollectionConverters.asScala(clocks).toSeq());
+        v.put("partition_clocks", CollectionConverters.asScala(clocks).toSeq());
         return Lakehouse.row(Table.STREAM_PROGRESS, v);
     }
 

@@ -2,15 +2,28 @@ package io.tidemark.lakehouse;
 
 import java.io.IOException;
 import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+
+import io.tidemark.pipeline.Durations;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.PipelineException;
+import io.tidemark.pipeline.PipelineParser;
 
 /**
  * Tidemark's configuration: one immutable, validated value built at start-up.
@@ -209,9 +222,9 @@ public final class TidemarkConfig {
     private final Map<Key, String> values;
     private final Map<String, String> kafkaOptions;
     /** The pipeline file's definition when {@code pipeline} names one; null for the shipped default. */
-    private final io.tidemark.pipeline.Pipeline pipeline;
+    private final Pipeline pipeline;
 
-    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, io.tidemark.pipeline.Pipeline pipeline,
+    private TidemarkConfig(Map<Key, String> values, Map<String, String> kafkaOptions, Pipeline pipeline,
                            boolean pipelineNamed) {
         this.values = Collections.unmodifiableMap(values);
         this.kafkaOptions = Collections.unmodifiableMap(kafkaOptions);
@@ -225,9 +238,9 @@ public final class TidemarkConfig {
      * network pipeline with the settings {@code topic}, {@code window} and {@code lateness} applied, which
      * predate pipeline files and keep meaning what they did (their defaults are the file's values).
      */
-    public io.tidemark.pipeline.Pipeline pipeline() {
+    public Pipeline pipeline() {
         return pipeline != null ? pipeline
-                : io.tidemark.pipeline.PipelineParser.shipped(io.tidemark.pipeline.PipelineParser.DEFAULT)
+                : PipelineParser.shipped(PipelineParser.DEFAULT)
                         .withSettings(topic(), lateness(), window());
     }
 
@@ -235,8 +248,8 @@ public final class TidemarkConfig {
      * The pipeline {@code pipeline} names when it is not the shipped default, as read when this
      * configuration was built; empty for the default ({@link #pipeline} builds it with the settings).
      */
-    public java.util.Optional<io.tidemark.pipeline.Pipeline> pipelineFile() {
-        return java.util.Optional.ofNullable(pipeline);
+    public Optional<Pipeline> pipelineFile() {
+        return Optional.ofNullable(pipeline);
     }
 
     /** Defaults only: what the demo and the tests start from. */
@@ -249,7 +262,7 @@ public final class TidemarkConfig {
      * properties ({@code spark.tidemark.*}); call {@link Builder#set} for flags.
      */
     public static Builder load(Path explicitFile, Map<String, String> env) {
-        Map<String, String> sparkConf = new java.util.TreeMap<>();
+        Map<String, String> sparkConf = new TreeMap<>();
         Properties system = System.getProperties();
         for (String name : system.stringPropertyNames()) {
             if (name.startsWith(SPARK_CONF_PREFIX)) {
@@ -289,7 +302,7 @@ public final class TidemarkConfig {
                 b.set(k.name, v.trim());
             }
         }
-        new java.util.TreeMap<>(sparkConf).forEach((name, value) -> {
+        new TreeMap<>(sparkConf).forEach((name, value) -> {
             if (!name.startsWith(SPARK_CONF_PREFIX)) {
                 return;
             }
@@ -344,7 +357,7 @@ public final class TidemarkConfig {
             Key k = Key.byName(name);
             if (k == null) {
                 throw new IllegalArgumentException("unknown setting '" + name + "'; known settings: "
-                        + String.join(", ", java.util.Arrays.stream(Key.values()).map(x -> x.name).toList())
+                        + String.join(", ", Arrays.stream(Key.values()).map(x -> x.name).toList())
                         + ", or " + KAFKA_OPTION_PREFIX + "<kafka client property>");
             }
             return set(k, value);
@@ -374,15 +387,15 @@ public final class TidemarkConfig {
 
         public TidemarkConfig build() {
             Map<Key, String> v = new LinkedHashMap<>(values);
-            io.tidemark.pipeline.Pipeline p = null;
+            Pipeline p = null;
             String named = v.get(Key.PIPELINE).trim();
-            if (!named.equals(io.tidemark.pipeline.PipelineParser.DEFAULT)) {
+            if (!named.equals(PipelineParser.DEFAULT)) {
                 p = readPipeline(named);
                 Map<Key, String[]> fromFile = new LinkedHashMap<>();
                 fromFile.put(Key.TOPIC, new String[] {p.events().topic(), "its event table's option topic"});
                 fromFile.put(Key.LATENESS, new String[] {p.events().lateness().toString(), "its event table's option lateness"});
-                p.table(io.tidemark.pipeline.Pipeline.WINDOW_SETTING_TABLE).ifPresent(t ->
-                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + io.tidemark.pipeline.Pipeline.WINDOW_SETTING_TABLE}));
+                p.table(Pipeline.WINDOW_SETTING_TABLE).ifPresent(t ->
+                        fromFile.put(Key.WINDOW, new String[] {t.window().size().toString(), "the window of its table " + Pipeline.WINDOW_SETTING_TABLE}));
                 for (Map.Entry<Key, String[]> e : fromFile.entrySet()) {
                     Key k = e.getKey();
                     String mine = v.get(k);
@@ -399,28 +412,28 @@ public final class TidemarkConfig {
 
         private static boolean sameValue(Key k, String a, String b) {
             try {
-                return k.type == Type.TEXT ? a.equals(b) : io.tidemark.pipeline.Durations.parse(a).equals(io.tidemark.pipeline.Durations.parse(b));
+                return k.type == Type.TEXT ? a.equals(b) : Durations.parse(a).equals(Durations.parse(b));
             } catch (RuntimeException notADuration) {
                 return false;
             }
         }
 
         /** The pipeline a {@code pipeline} setting names: a shipped one by name, else a file. */
-        private static io.tidemark.pipeline.Pipeline readPipeline(String named) {
+        private static Pipeline readPipeline(String named) {
             try {
                 if (named.matches("[a-z][a-z0-9_-]*")) {
-                    return io.tidemark.pipeline.PipelineParser.shipped(named);
+                    return PipelineParser.shipped(named);
                 }
                 if (named.contains("://")) {
-                    return io.tidemark.pipeline.PipelineParser.parse(named, RecordedPipeline.readText(named));
+                    return PipelineParser.parse(named, RecordedPipeline.readText(named));
                 }
                 Path file = Path.of(named);
                 if (!Files.isRegularFile(file)) {
                     throw new IllegalArgumentException("setting pipeline = '" + named + "': no such file (give a pipeline file, or the name of a "
-                            + "shipped pipeline: " + io.tidemark.pipeline.PipelineParser.DEFAULT + ")");
+                            + "shipped pipeline: " + PipelineParser.DEFAULT + ")");
                 }
-                return io.tidemark.pipeline.PipelineParser.parse(file);
-            } catch (io.tidemark.pipeline.PipelineException | java.io.UncheckedIOException e) {
+                return PipelineParser.parse(file);
+            } catch (PipelineException | UncheckedIOException e) {
                 throw new IllegalArgumentException("pipeline " + e.getMessage(), e);
             }
         }
@@ -493,13 +506,13 @@ public final class TidemarkConfig {
     public String topic() { return get(Key.TOPIC); }
     public Path lakehouse() { return Path.of(get(Key.LAKEHOUSE)).toAbsolutePath().normalize(); }
     /** The log stores named in {@code storage.trusted-log-stores}. */
-    public java.util.Set<String> trustedLogStores() {
-        return java.util.Set.copyOf(classNames(Key.TRUSTED_LOG_STORES));
+    public Set<String> trustedLogStores() {
+        return Set.copyOf(classNames(Key.TRUSTED_LOG_STORES));
     }
 
     /** A setting of type CLASS_NAMES as its names, each checked to be a Java class name. */
-    private java.util.List<String> classNames(Key k) {
-        java.util.List<String> names = java.util.Arrays.stream(get(k).split(",")).map(String::trim).filter(v -> !v.isEmpty()).toList();
+    private List<String> classNames(Key k) {
+        List<String> names = Arrays.stream(get(k).split(",")).map(String::trim).filter(v -> !v.isEmpty()).toList();
         for (String n : names) {
             if (!n.matches("[\\p{L}_$][\\p{L}\\p{N}_$]*(\\.[\\p{L}_$][\\p{L}\\p{N}_$]*)*")) {
                 throw new IllegalArgumentException(k.name + ": '" + n + "' is not a Java class name (write e.g. com.example.MyLogStore)");
@@ -554,13 +567,13 @@ public final class TidemarkConfig {
             return new SparkDefault();
         }
         if (v.contains("://")) {
-            java.util.List<String> uris = new java.util.ArrayList<>();
+            List<String> uris = new ArrayList<>();
             for (String part : v.split(",")) {
                 String u = part.trim();
-                java.net.URI uri;
+                URI uri;
                 try {
-                    uri = new java.net.URI(u);
-                } catch (java.net.URISyntaxException e) {
+                    uri = new URI(u);
+                } catch (URISyntaxException e) {
                     uri = null;
                 }
                 if (uri == null || !"thrift".equalsIgnoreCase(uri.getScheme()) || uri.getHost() == null || uri.getPort() < 1
@@ -603,7 +616,7 @@ public final class TidemarkConfig {
 
     private Duration duration(Key k) {
         try {
-            Duration d = io.tidemark.pipeline.Durations.parse(get(k));
+            Duration d = Durations.parse(get(k));
             if (d.isNegative() || (d.isZero() && k.type != Type.DURATION_OR_ZERO)) {
                 throw new IllegalArgumentException("must be positive");
             }

@@ -4,6 +4,8 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
 
+import io.tidemark.lakehouse.PartitionClock;
+
 /**
  * How far each Kafka partition's event clock (its max valid event time) trails the leading
  * partition's: the skew that makes Spark's watermark call a lagging partition's records late. Read
@@ -17,7 +19,7 @@ import java.util.TreeMap;
 public record PartitionSkew(int leading, int trailing, long behindMs, Map<Integer, Long> behindByPartition) {
 
     /** Null when no partition has had a valid record. */
-    public static PartitionSkew of(Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks) {
+    public static PartitionSkew of(Map<Integer, PartitionClock> clocks) {
         if (clocks.isEmpty()) {
             return null;
         }
@@ -25,7 +27,7 @@ public record PartitionSkew(int leading, int trailing, long behindMs, Map<Intege
         int trailing = -1;
         long max = Long.MIN_VALUE;
         long min = Long.MAX_VALUE;
-        for (Map.Entry<Integer, io.tidemark.lakehouse.PartitionClock> e : new TreeMap<>(clocks).entrySet()) {
+        for (Map.Entry<Integer, PartitionClock> e : new TreeMap<>(clocks).entrySet()) {
             long t = e.getValue().maxEventMs();
             if (t > max) {
                 max = t;
@@ -37,7 +39,7 @@ public record PartitionSkew(int leading, int trailing, long behindMs, Map<Intege
             }
         }
         Map<Integer, Long> behind = new TreeMap<>();
-        for (Map.Entry<Integer, io.tidemark.lakehouse.PartitionClock> e : clocks.entrySet()) {
+        for (Map.Entry<Integer, PartitionClock> e : clocks.entrySet()) {
             behind.put(e.getKey(), max - e.getValue().maxEventMs());
         }
         return new PartitionSkew(leading, trailing, max - min, Collections.unmodifiableMap(behind));

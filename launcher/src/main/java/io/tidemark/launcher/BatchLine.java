@@ -1,6 +1,7 @@
 package io.tidemark.launcher;
 
 import java.time.Instant;
+import java.util.Locale;
 
 import io.tidemark.lakehouse.StreamProgress;
 
@@ -10,7 +11,7 @@ final class BatchLine {
     }
 
     static String of(StreamProgress p) {
-        return String.format(java.util.Locale.ROOT, "batch %4d  in %9s  on time %9s  late %7s  invalid %7s  watermark %s  %s",
+        return String.format(Locale.ROOT, "batch %4d  in %9s  on time %9s  late %7s  invalid %7s  watermark %s  %s",
                 p.batchId(), Formats.count(p.recordsIn()), Formats.count(p.onTime()), Formats.count(p.late()),
                 Formats.count(p.invalid()), watermark(p.watermark()), Formats.duration(p.durationMs()));
     }

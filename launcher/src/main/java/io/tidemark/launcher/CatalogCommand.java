@@ -3,14 +3,16 @@ package io.tidemark.launcher;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
 
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.ExitCode;
-import io.tidemark.operations.CatalogRegistration;
-import io.tidemark.lakehouse.TidemarkConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+
+import io.tidemark.lakehouse.ExitCode;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.operations.CatalogRegistration;
 
 /**
  * {@code tidemark catalog register|status|drop}: the lakehouse's tables and the analyst views in a
@@ -34,7 +36,7 @@ final class CatalogCommand extends TidemarkCommand {
         String metastore;
 
         /** Runs {@code body} in a Spark session on the metastore and prints its lines. */
-        int run(String appName, java.util.function.BiFunction<CatalogRegistration, SparkSession, List<String>> body, boolean statusExit)
+        int run(String appName, BiFunction<CatalogRegistration, SparkSession, List<String>> body, boolean statusExit)
                 throws Exception {
             Map<String, String> flags = new HashMap<>();
             flags.put(TidemarkConfig.Key.CATALOG_METASTORE.name, metastore);

@@ -7,6 +7,7 @@ import static org.apache.spark.sql.functions.lit;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
@@ -17,8 +18,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -31,23 +35,29 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
 import io.tidemark.broker.BrokerSettings;
 import io.tidemark.broker.BrokerStatus;
 import io.tidemark.broker.LocalKafkaBroker;
-import io.tidemark.generate.MessageKind;
-import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.GenerationReport;
 import io.tidemark.generate.IngestMode;
 import io.tidemark.generate.KafkaTrafficProducer;
+import io.tidemark.generate.MessageKind;
+import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
-import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.SparkSessions;
+import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.TidemarkConfig.Key;
+import io.tidemark.operations.ConservationCheck;
+import io.tidemark.operations.LakehouseFigures;
+import io.tidemark.pipeline.Pipeline;
 import io.tidemark.pipeline.Watermark;
 import io.tidemark.reconcile.DayOutcome;
 import io.tidemark.reconcile.DaySelection;
@@ -55,10 +65,6 @@ import io.tidemark.reconcile.ReconcileJob;
 import io.tidemark.reconcile.ReconcileResult;
 import io.tidemark.stream.StreamCheckpoint;
 import io.tidemark.stream.StreamingJob;
-import io.tidemark.operations.ConservationCheck;
-import io.tidemark.operations.LakehouseFigures;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /**
  * {@code tidemark demo}: the whole system on one machine. A local broker, a backlog that closes
@@ -147,8 +153,8 @@ final class DemoCommand extends TidemarkCommand {
                 Key.TRIGGER.name, "5 seconds",
                 Key.MAX_OFFSETS_PER_TRIGGER.name, "100000",
                 Key.STARTING_OFFSETS.name, "earliest"));
-        io.tidemark.pipeline.Pipeline pipeline = Lakehouse.of(settings).pipeline();
-        List<String> eventColumns = pipeline.events().columns().stream().map(io.tidemark.pipeline.Pipeline.Column::name).toList();
+        Pipeline pipeline = Lakehouse.of(settings).pipeline();
+        List<String> eventColumns = pipeline.events().columns().stream().map(Pipeline.Column::name).toList();
         TrafficProfile profile = TrafficProfile.forEvents(eventColumns).orElseThrow(() -> new UserError("the demo generates the events of the "
                 + "shipped pipelines (network, payments); the events of " + pipeline.file() + " are " + String.join(", ", eventColumns)
                 + ": send your own to topic " + settings.topic() + " and run 'tidemark stream --pipeline " + pipeline.file() + "'"));
@@ -176,19 +182,9 @@ final class DemoCommand extends TidemarkCommand {
             }
         });
 
-        // The broker.
-        LocalKafkaBroker broker = null;
-        String bootstrap;
-        BrokerStatus already = LocalKafkaBroker.status(brokerDir);
-        if (keep && already.running()) {
-            bootstrap = already.bootstrapServers();
-            say("broker      reusing the broker running in %s at %s", show(brokerDir), bootstrap);
-        } else {
-            say("broker      starting a local Kafka broker in %s ...", show(brokerDir));
-            broker = LocalKafkaBroker.start(BrokerSettings.of(brokerDir));
-            bootstrap = broker.bootstrapServers();
-            say("broker      running at %s (pid %d)", bootstrap, broker.pid());
-        }
+        Broker b = broker(brokerDir);
+        LocalKafkaBroker broker = b.started();
+        String bootstrap = b.bootstrap();
         LocalKafkaBroker started = broker;
         Thread brokerHook = new Thread(() -> {
             if (started != null && !keepBroker) {
@@ -221,6 +217,73 @@ final class DemoCommand extends TidemarkCommand {
         say("phase 2     starting Spark %s and the stream (trigger %s, at most %s records per batch); it reads the backlog first ...",
                 config.sparkMaster(), Formats.duration(config.trigger()), Formats.count(config.maxOffsetsPerTrigger()));
         SparkSession spark = SparkSessions.create(config, "tidemark-demo");
+        Streamed streamed = stream(spark, config, bootstrap, backlog, live, backlogReport);
+        GenerationReport liveDone = streamed.live();
+        long heldBackTotal = streamed.heldBack();
+        long produced = streamed.produced();
+        long inTopic = streamed.inTopic();
+
+        // The batch layer: recompute the closed days exactly, late records folded in.
+        LakehouseFigures beforeReconcile = LakehouseFigures.read(spark, lakehouse, 1);
+        List<LocalDate> closed = beforeReconcile.closedDays();
+        Reconciled r = reconcile(spark, config, closed);
+        ReconcileResult reconciled = r.result();
+        String reconcileFailure = r.failure();
+
+        // Conservation, over every record the topic holds.
+        say("check       conservation over %s consumed records ...", Formats.count(inTopic));
+        ConservationCheck.Report report = ConservationCheck.check(spark, lakehouse, inTopic);
+        LakehouseFigures figures = LakehouseFigures.read(spark, lakehouse, 1);
+        Map<LocalDate, LateOfDay> lateByDay = lateByDay(spark, lakehouse);
+        spark.stop();
+
+        summary(System.nanoTime() - t0, backlogReport, liveDone, heldBackTotal, produced, inTopic, beforeReconcile.dirtyDays(), figures,
+                lateByDay, reconciled, reconcileFailure, report, lakehouse, config, home);
+
+        if (broker != null && !keepBroker) {
+            broker.stop();
+            say("broker      stopped");
+        } else {
+            say("broker      still running at %s; stop it with: ./tidemark broker stop --dir %s", bootstrap, show(brokerDir));
+        }
+        if (s3 != null) {
+            s3.stop();
+            say("s3          stopped; its objects stay in %s: '%s' serves them again", show(home.resolve("s3")), s3RunCommand(s3));
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(brokerHook);
+        } catch (IllegalStateException shuttingDown) {
+            // already exiting
+        }
+        return report.holds() && reconcileFailure == null && (keep || inTopic == produced) ? Tidemark.OK : Tidemark.FAILED;
+    }
+
+    /** The broker the demo runs on and its address: the one already running in {@code brokerDir} with --keep, else a new one. */
+    private record Broker(LocalKafkaBroker started, String bootstrap) {
+    }
+
+    private Broker broker(Path brokerDir) throws Exception {
+        BrokerStatus already = LocalKafkaBroker.status(brokerDir);
+        if (keep && already.running()) {
+            say("broker      reusing the broker running in %s at %s", show(brokerDir), already.bootstrapServers());
+            return new Broker(null, already.bootstrapServers());
+        }
+        say("broker      starting a local Kafka broker in %s ...", show(brokerDir));
+        LocalKafkaBroker broker = LocalKafkaBroker.start(BrokerSettings.of(brokerDir));
+        say("broker      running at %s (pid %d)", broker.bootstrapServers(), broker.pid());
+        return new Broker(broker, broker.bootstrapServers());
+    }
+
+    /** What phases 2 and 3 sent (live traffic, the held-back records, every message), and what the topic held at the end. */
+    private record Streamed(GenerationReport live, long heldBack, long produced, long inTopic) {
+    }
+
+    /**
+     * Phases 2 and 3: the stream started over the backlog; once it has consumed it, live traffic and then the held-back
+     * records of the backlog's days while it runs; the stream stopped between batches once it has consumed the whole topic.
+     */
+    private Streamed stream(SparkSession spark, TidemarkConfig config, String bootstrap, TrafficSpec backlog, TrafficSpec live,
+                            GenerationReport backlogReport) throws Exception {
         AtomicLong liveSent = new AtomicLong();
         AtomicLong heldBackSent = new AtomicLong();
         AtomicLong consumed = new AtomicLong();
@@ -313,50 +376,28 @@ final class DemoCommand extends TidemarkCommand {
         runningQuery = null;
         checkInterrupted();
         say("stream      stopped: every record of the topic is committed");
+        return new Streamed(liveDone, heldBackTotal, produced, inTopic);
+    }
 
-        // The batch layer: recompute the closed days exactly, late records folded in.
-        LakehouseFigures beforeReconcile = LakehouseFigures.read(spark, lakehouse, 1);
-        List<LocalDate> closed = beforeReconcile.closedDays();
-        ReconcileResult reconciled = null;
-        String reconcileFailure = null;
+    /** The days reconcile recomputed, or why it failed (null when it did not). */
+    private record Reconciled(ReconcileResult result, String failure) {
+    }
+
+    /** The batch layer: the closed days recomputed exactly from raw_events, late records folded in. */
+    private Reconciled reconcile(SparkSession spark, TidemarkConfig config, List<LocalDate> closed) {
         if (closed.isEmpty()) {
             say("reconcile   no closed day yet: nothing to reconcile");
-        } else {
-            say("reconcile   recomputing the closed days %s from raw_events ...", Formats.days(closed));
-            try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
-                reconciled = new ReconcileJob(spark, config, ps).run(DaySelection.range(closed.get(0), closed.get(closed.size() - 1)), false);
-            } catch (RuntimeException e) {
-                reconcileFailure = Errors.withCauses(e);
-                say("reconcile   FAILED: %s", reconcileFailure);
-            }
+            return new Reconciled(null, null);
         }
-
-        // Conservation, over every record the topic holds.
-        say("check       conservation over %s consumed records ...", Formats.count(inTopic));
-        ConservationCheck.Report report = ConservationCheck.check(spark, lakehouse, inTopic);
-        LakehouseFigures figures = LakehouseFigures.read(spark, lakehouse, 1);
-        Map<LocalDate, LateOfDay> lateByDay = lateByDay(spark, lakehouse);
-        spark.stop();
-
-        summary(System.nanoTime() - t0, backlogReport, liveDone, heldBackTotal, produced, inTopic, beforeReconcile.dirtyDays(), figures,
-                lateByDay, reconciled, reconcileFailure, report, lakehouse, config, home);
-
-        if (broker != null && !keepBroker) {
-            broker.stop();
-            say("broker      stopped");
-        } else {
-            say("broker      still running at %s; stop it with: ./tidemark broker stop --dir %s", bootstrap, show(brokerDir));
+        say("reconcile   recomputing the closed days %s from raw_events ...", Formats.days(closed));
+        try (PrintStream ps = new PrintStream(new LineOutputStream(out()), true, StandardCharsets.UTF_8)) {
+            return new Reconciled(new ReconcileJob(spark, config, ps).run(DaySelection.range(closed.get(0), closed.get(closed.size() - 1)), false),
+                    null);
+        } catch (RuntimeException e) {
+            String failure = Errors.withCauses(e);
+            say("reconcile   FAILED: %s", failure);
+            return new Reconciled(null, failure);
         }
-        if (s3 != null) {
-            s3.stop();
-            say("s3          stopped; its objects stay in %s: '%s' serves them again", show(home.resolve("s3")), s3RunCommand(s3));
-        }
-        try {
-            Runtime.getRuntime().removeShutdownHook(brokerHook);
-        } catch (IllegalStateException shuttingDown) {
-            // already exiting
-        }
-        return report.holds() && reconcileFailure == null && (keep || inTopic == produced) ? Tidemark.OK : Tidemark.FAILED;
     }
 
     private void validate() {
@@ -391,7 +432,7 @@ final class DemoCommand extends TidemarkCommand {
                 .ingestMode(IngestMode.BACKLOG)
                 .count(backlogEvents)
                 .ratePerSecond(0)
-                .eventClockStart(now.minusMillis((long) (spanSeconds * 1000)).truncatedTo(java.time.temporal.ChronoUnit.SECONDS))
+                .eventClockStart(now.minusMillis((long) (spanSeconds * 1000)).truncatedTo(ChronoUnit.SECONDS))
                 .eventsPerSecondOfEventTime(backlogEvents / spanSeconds)
                 .lateFraction(0.01)
                 .invalidFraction(0.005)
@@ -525,7 +566,7 @@ final class DemoCommand extends TidemarkCommand {
         say("");
         say("== tidemark demo: summary (%s) ==", Formats.duration(elapsedNanos / 1_000_000));
         TrafficProfile profile = backlog.profile();
-        Map<MessageKind, Long> kinds = new java.util.LinkedHashMap<>();
+        Map<MessageKind, Long> kinds = new LinkedHashMap<>();
         for (MessageKind k : profile.kinds()) {
             kinds.put(k, backlog.count(k) + live.count(k));
         }
@@ -539,7 +580,7 @@ final class DemoCommand extends TidemarkCommand {
         long invalidTotal = 0;
         for (Map.Entry<MessageKind, Long> e : kinds.entrySet()) {
             if (!e.getKey().isValid() && e.getValue() > 0) {
-                invalid.add(e.getKey().name().toLowerCase(java.util.Locale.ROOT) + " " + Formats.count(e.getValue()));
+                invalid.add(e.getKey().name().toLowerCase(Locale.ROOT) + " " + Formats.count(e.getValue()));
                 invalidTotal += e.getValue();
             }
         }
@@ -596,7 +637,7 @@ final class DemoCommand extends TidemarkCommand {
                     LocalS3Server.asSpark(s3Server.endpointSettings()).entrySet().stream().map(e -> "-D" + e.getKey() + "=" + e.getValue()).toList()));
         }
         say("  ./tidemark sql %s \"SELECT event_date, count(*) AS records, count_if(is_late) AS late FROM raw_events GROUP BY 1 ORDER BY 1\"", set);
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
+        for (Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
             List<String> columns = new ArrayList<>(List.of("window_start"));
             t.dimensions().forEach(d -> columns.add(d.name()));
             t.measures().forEach(m -> columns.add(m.name()));
@@ -724,7 +765,7 @@ final class DemoCommand extends TidemarkCommand {
     /** "the largest drift: total_gb +1.85% (stream 40.534, truth 41.3)", of the measures the stream keeps exactly. */
     static String largestDrift(DayOutcome d) {
         return d.measures().stream().filter(m -> !m.estimate())
-                .max(java.util.Comparator.comparingDouble(m -> m.driftRel() == null ? 0 : Math.abs(m.driftRel())))
+                .max(Comparator.comparingDouble(m -> m.driftRel() == null ? 0 : Math.abs(m.driftRel())))
                 .map(m -> String.format(Locale.ROOT, "the largest drift: %s %s (stream %s, truth %s)", d.label(m),
                         ReconcileResult.percent(m.driftRel()), ReconcileResult.value(m.stream()), ReconcileResult.value(m.batch())))
                 .orElse("no measure kept exactly");
@@ -799,7 +840,7 @@ final class DemoCommand extends TidemarkCommand {
 
     /** A lakehouse or checkpoint location as the user would type it: a URI as it is, a local path relative to here. */
     static String location(String uri) {
-        return uri.contains("://") && !uri.startsWith("file:") ? uri : show(Path.of(uri.startsWith("file:") ? java.net.URI.create(uri).getPath() : uri));
+        return uri.contains("://") && !uri.startsWith("file:") ? uri : show(Path.of(uri.startsWith("file:") ? URI.create(uri).getPath() : uri));
     }
 
     /** A path as the user would type it: relative to the working directory when under it. */

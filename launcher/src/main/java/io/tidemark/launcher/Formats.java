@@ -2,8 +2,10 @@ package io.tidemark.launcher;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Locale;
 
 /** How the launcher prints numbers, instants and durations: UTC, thousands separated. */
@@ -59,14 +61,14 @@ final class Formats {
     }
 
     /** "2026-05-01, 2026-05-02" or, for many, the first, a count and the last few. */
-    static String days(java.util.List<java.time.LocalDate> days) {
+    static String days(List<LocalDate> days) {
         if (days.isEmpty()) {
             return "none";
         }
         if (days.size() <= 8) {
-            return String.join(", ", days.stream().map(java.time.LocalDate::toString).toList());
+            return String.join(", ", days.stream().map(LocalDate::toString).toList());
         }
         return days.size() + " days, " + days.get(0) + " .. " + String.join(", ",
-                days.subList(days.size() - 5, days.size()).stream().map(java.time.LocalDate::toString).toList());
+                days.subList(days.size() - 5, days.size()).stream().map(LocalDate::toString).toList());
     }
 }

@@ -1,12 +1,19 @@
 package io.tidemark.launcher;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import io.tidemark.generate.AvroTraffic;
 import io.tidemark.generate.EventFormat;
@@ -18,8 +25,6 @@ import io.tidemark.generate.TrafficProfile;
 import io.tidemark.generate.TrafficSpec;
 import io.tidemark.lakehouse.SchemaRegistry;
 import io.tidemark.lakehouse.TidemarkConfig;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /** {@code tidemark generate}: realistic traffic, late and malformed records included, to the topic. */
 @Command(name = "generate", mixinStandardHelpOptions = true, sortOptions = false,
@@ -163,7 +168,7 @@ final class GenerateCommand extends TidemarkCommand {
      */
     TrafficSpec withRegisteredSchemas(TrafficSpec spec) {
         String location = schemaRegistry.startsWith("http://") || schemaRegistry.startsWith("https://") ? schemaRegistry
-                : java.nio.file.Path.of(schemaRegistry).toAbsolutePath().normalize().toString();
+                : Path.of(schemaRegistry).toAbsolutePath().normalize().toString();
         SchemaRegistry registry = new SchemaRegistry(location, Duration.ofSeconds(30));
         registry.unreachable().ifPresent(why -> {
             throw new UserError(why + ": start the registry, or correct --schema-registry");
@@ -171,7 +176,7 @@ final class GenerateCommand extends TidemarkCommand {
         Map<String, Integer> ids;
         try {
             ids = AvroTraffic.register(spec.profile(), spec.topic(), registry::register);
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new UserError("could not register the writer schemas at " + location + ": " + e.getMessage(), e);
         }
         say("registered %d writer schemas at %s: subject %s has ids %d (v1) and %d (v2, an optional field added)", ids.size(), location,
@@ -267,7 +272,7 @@ final class GenerateCommand extends TidemarkCommand {
     static String inFlagTerms(String message) {
         String m = message;
         for (Map.Entry<String, String> e : FLAG_OF.entrySet()) {
-            boolean camel = !e.getKey().equals(e.getKey().toLowerCase(java.util.Locale.ROOT));
+            boolean camel = !e.getKey().equals(e.getKey().toLowerCase(Locale.ROOT));
             if (camel) {
                 m = m.replaceAll("\\b" + e.getKey() + "\\b", e.getValue());
             } else if (m.startsWith(e.getKey() + " ")) {
@@ -293,25 +298,25 @@ final class GenerateCommand extends TidemarkCommand {
             sb.append(", live event time");
         }
         if (s.profile() == TrafficProfile.PAYMENTS) {
-            sb.append(String.format(java.util.Locale.ROOT, ", payments from %,d merchants and %,d users", s.merchants(), s.users()));
+            sb.append(String.format(Locale.ROOT, ", payments from %,d merchants and %,d users", s.merchants(), s.users()));
         } else {
-            sb.append(String.format(java.util.Locale.ROOT, ", %d cells, %,d subscribers", s.cells(), s.subscribers()));
+            sb.append(String.format(Locale.ROOT, ", %d cells, %,d subscribers", s.cells(), s.subscribers()));
         }
         if (s.format() == EventFormat.AVRO) {
             sb.append(", in Avro");
         }
-        sb.append(String.format(java.util.Locale.ROOT, ", late %s, invalid %s, seed %d",
+        sb.append(String.format(Locale.ROOT, ", late %s, invalid %s, seed %d",
                 s.lateFraction(), s.invalidFraction(), s.seed()));
         return sb.toString();
     }
 
     /** A progress line a second: rewritten in place on a terminal, one line each otherwise. */
     static final class ProgressPrinter implements Consumer<Progress> {
-        private final java.io.PrintWriter out;
+        private final PrintWriter out;
         private final boolean terminal;
         private int lastLength;
 
-        ProgressPrinter(java.io.PrintWriter out, boolean terminal) {
+        ProgressPrinter(PrintWriter out, boolean terminal) {
             this.out = out;
             this.terminal = terminal;
         }

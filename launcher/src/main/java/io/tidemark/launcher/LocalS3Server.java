@@ -1,11 +1,13 @@
 package io.tidemark.launcher;
 
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -61,7 +63,7 @@ public final class LocalS3Server implements AutoCloseable {
      */
     public static LocalS3Server installAndStart(Path script, int port, String bucket, Path dir) throws IOException, InterruptedException {
         Process install = new ProcessBuilder(script.toString(), "install").redirectErrorStream(true).start();
-        String output = new String(install.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+        String output = new String(install.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         if (install.waitFor() != 0) {
             throw new IOException("'" + script + " install' failed: " + output);
         }
@@ -173,7 +175,7 @@ public final class LocalS3Server implements AutoCloseable {
     }
 
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         }
     }

@@ -1,5 +1,7 @@
 package io.tidemark.launcher;
 
+import org.apache.spark.util.ShutdownHookManager;
+
 import scala.runtime.BoxedUnit;
 
 /**
@@ -15,13 +17,13 @@ final class SparkShutdown {
     }
 
     static Object register(Runnable hook) {
-        return org.apache.spark.util.ShutdownHookManager.addShutdownHook(BEFORE_SPARK_CONTEXT, () -> {
+        return ShutdownHookManager.addShutdownHook(BEFORE_SPARK_CONTEXT, () -> {
             hook.run();
             return BoxedUnit.UNIT;
         });
     }
 
     static void unregister(Object ref) {
-        org.apache.spark.util.ShutdownHookManager.removeShutdownHook(ref);
+        ShutdownHookManager.removeShutdownHook(ref);
     }
 }

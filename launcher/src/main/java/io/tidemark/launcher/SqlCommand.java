@@ -7,6 +7,7 @@ import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
@@ -14,6 +15,7 @@ import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
 
 import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.Column;
@@ -27,13 +29,14 @@ import org.apache.spark.sql.types.NumericType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
 import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /** {@code tidemark sql}: SQL against the tables and views, printed as aligned text. */
 @Command(name = "sql", mixinStandardHelpOptions = true, sortOptions = false,
@@ -154,7 +157,7 @@ final class SqlCommand extends TidemarkCommand {
     }
 
     private static boolean isExit(String text) {
-        String t = text.trim().toLowerCase(java.util.Locale.ROOT);
+        String t = text.trim().toLowerCase(Locale.ROOT);
         return t.equals("exit") || t.equals("quit") || t.equals("\\q") || t.equals("exit;") || t.equals("quit;");
     }
 
@@ -228,7 +231,7 @@ final class SqlCommand extends TidemarkCommand {
         if (v instanceof LocalDateTime t) {
             return TIMESTAMP.format(t.toInstant(ZoneOffset.UTC));
         }
-        if (v instanceof java.sql.Timestamp t) {
+        if (v instanceof Timestamp t) {
             return TIMESTAMP.format(t.toInstant());
         }
         if (v instanceof BigDecimal d) {

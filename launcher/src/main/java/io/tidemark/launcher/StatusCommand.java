@@ -1,35 +1,45 @@
 package io.tidemark.launcher;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.StringJoiner;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import io.tidemark.lakehouse.ExitCode;
-import io.tidemark.lakehouse.StreamProgress;
-import io.tidemark.lakehouse.DayBalance;
-import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.late.PartitionSkew;
-import io.tidemark.operations.Maintenance;
-import io.tidemark.operations.TableState;
-import io.tidemark.stream.StreamCheckpoint;
-import io.tidemark.operations.LakehouseFigures;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+
+import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.ExitCode;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.PartitionClock;
+import io.tidemark.lakehouse.StreamProgress;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.late.PartitionSkew;
+import io.tidemark.operations.LakehouseFigures;
+import io.tidemark.operations.Maintenance;
+import io.tidemark.operations.TableState;
+import io.tidemark.output.KpiPublisher;
+import io.tidemark.output.OutputPublisher;
+import io.tidemark.stream.StreamCheckpoint;
 
 /**
  * {@code tidemark status}: where the speed layer stands, from the tables, the checkpoint and Kafka.
@@ -119,7 +129,7 @@ final class StatusCommand extends TidemarkCommand {
 
     /** Everything status reports, gathered once. */
     record Facts(Instant at, String lakehouse, TidemarkConfig config, Optional<StreamCheckpoint.Committed> committed, Kafka kafka, Lag lag,
-                 LakehouseFigures figures, Gaps gaps, List<TableState> tables, List<io.tidemark.output.KpiPublisher.OutputStatus> outputs,
+                 LakehouseFigures figures, Gaps gaps, List<TableState> tables, List<KpiPublisher.OutputStatus> outputs,
                  Health health) {
     }
 
@@ -156,7 +166,7 @@ final class StatusCommand extends TidemarkCommand {
         LakehouseFigures figures = null;
         Gaps gaps = null;
         List<TableState> tables = List.of();
-        List<io.tidemark.output.KpiPublisher.OutputStatus> outputs = List.of();
+        List<KpiPublisher.OutputStatus> outputs = List.of();
         if (LakehouseFigures.progressTableExists(lakehouse)) {
             SparkSession spark = spark(config, "tidemark-status");
             try {
@@ -164,7 +174,7 @@ final class StatusCommand extends TidemarkCommand {
                 gaps = gaps(spark, lakehouse);
                 tables = tables(spark, lakehouse, figures);
                 // Kafka output: the progress topic read as the publisher reads it, within the 5 s status gives Kafka
-                outputs = io.tidemark.output.OutputPublisher.of(lakehouse, lakehouse.pipeline(), config.bootstrapServers())
+                outputs = OutputPublisher.of(lakehouse, lakehouse.pipeline(), config.bootstrapServers())
                         .map(o -> o.status(spark, Duration.ofSeconds(5))).orElse(List.of());
             } finally {
                 release(spark);
@@ -222,7 +232,7 @@ final class StatusCommand extends TidemarkCommand {
 
     private static Gaps gaps(SparkSession spark, Lakehouse lakehouse) {
         String path = lakehouse.path(Lakehouse.Table.STREAM_GAPS);
-        if (!path.contains("://") && !java.nio.file.Files.isDirectory(java.nio.file.Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
+        if (!path.contains("://") && !Files.isDirectory(Path.of(path.replaceFirst("^file:", ""), "_delta_log"))) {
             return new Gaps(0, 0, 0, null);
         }
         Row totals = lakehouse.read(spark, Lakehouse.Table.STREAM_GAPS)
@@ -277,7 +287,7 @@ final class StatusCommand extends TidemarkCommand {
             StringJoiner j = new StringJoiner(", ");
             for (LocalDate d : dirty.subList(Math.max(0, dirty.size() - 8), dirty.size())) {
                 DayBalance c = f.days().get(d);
-                java.util.Set<String> notYet = new java.util.TreeSet<>(c.unbalanced());
+                Set<String> notYet = new TreeSet<>(c.unbalanced());
                 notYet.removeAll(c.reconciled());
                 // a reconcile that stopped between two KPI tables, or the raw log against the KPIs
                 j.add(d + (!c.reconciled().isEmpty() && !notYet.isEmpty()
@@ -292,9 +302,9 @@ final class StatusCommand extends TidemarkCommand {
                     Formats.count(s.bytes()), Formats.count(s.commitsSinceCheckpoint()),
                     s.oldestUncompacted().map(d -> "; closed days not compacted since " + d + " (tidemark maintain)").orElse(""));
         }
-        for (io.tidemark.output.KpiPublisher.OutputStatus o : x.outputs()) {
-            say("output      %-16s -> %s (%s, %s, %s): %s", o.table(), o.output().topic(), o.output().mode().name().toLowerCase(java.util.Locale.ROOT),
-                    o.output().exactlyOnce() ? "exactly-once" : "at-least-once", o.output().format().name().toLowerCase(java.util.Locale.ROOT),
+        for (KpiPublisher.OutputStatus o : x.outputs()) {
+            say("output      %-16s -> %s (%s, %s, %s): %s", o.table(), o.output().topic(), o.output().mode().name().toLowerCase(Locale.ROOT),
+                    o.output().exactlyOnce() ? "exactly-once" : "at-least-once", o.output().format().name().toLowerCase(Locale.ROOT),
                     o.problem() != null
                             ? "progress unknown, Kafka did not answer (" + o.problem() + ")"
                             : o.published() == null ? "nothing published yet; the table is at version " + o.latestVersion()
@@ -352,7 +362,7 @@ final class StatusCommand extends TidemarkCommand {
      * trails the leading one, flagged when more than the lateness. Empty when no partition has had a
      * valid record (or the batch predates partition clocks).
      */
-    static Optional<String> partitionsLine(Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks, Duration lateness) {
+    static Optional<String> partitionsLine(Map<Integer, PartitionClock> clocks, Duration lateness) {
         PartitionSkew skew = PartitionSkew.of(clocks);
         if (skew == null) {
             return Optional.empty();
@@ -381,6 +391,15 @@ final class StatusCommand extends TidemarkCommand {
         health.put("reason", x.health().reason());
         doc.put("lakehouse", x.lakehouse());
 
+        putKafka(doc, x);
+        LakehouseFigures f = x.figures();
+        putLastBatch(doc, x, f);
+        putLakehouse(doc, x, f);
+        return write(doc);
+    }
+
+    /** The document's kafka, lag and checkpoint. */
+    private static void putKafka(ObjectNode doc, Facts x) {
         ObjectNode kafka = doc.putObject("kafka");
         kafka.put("bootstrap_servers", x.config().bootstrapServers());
         kafka.put("topic", x.config().topic());
@@ -405,8 +424,10 @@ final class StatusCommand extends TidemarkCommand {
         Long committedBatch = x.committed().map(StreamCheckpoint.Committed::batchId).filter(b -> b >= 0).orElse(null);
         checkpoint.put("last_committed_batch", committedBatch);
         checkpoint.put("batch_in_flight", x.committed().map(StreamCheckpoint.Committed::batchInFlight).orElse(false));
+    }
 
-        LakehouseFigures f = x.figures();
+    /** The document's last_batch and throughput (null before the first batch). */
+    private static void putLastBatch(ObjectNode doc, Facts x, LakehouseFigures f) {
         Optional<StreamProgress> last = f == null ? Optional.empty() : f.last();
         if (last.isEmpty()) {
             doc.putNull("last_batch");
@@ -424,9 +445,9 @@ final class StatusCommand extends TidemarkCommand {
             b.put("next_watermark", instantOrNull(r.nextWatermark()));
             b.put("max_event_ts_seen", r.maxEventTsSeen() == null ? null : r.maxEventTsSeen().toString());
             b.put("freshness_ms", r.freshnessMs());
-            Map<Integer, io.tidemark.lakehouse.PartitionClock> clocks = r.partitionClocks();
+            Map<Integer, PartitionClock> clocks = r.partitionClocks();
             PartitionSkew skew = PartitionSkew.of(clocks);
-            com.fasterxml.jackson.databind.node.ArrayNode parts = b.putArray("partitions");
+            ArrayNode parts = b.putArray("partitions");
             clocks.forEach((p, c) -> parts.addObject().put("partition", p)
                     .put("max_event_ts", Instant.ofEpochMilli(c.maxEventMs()).toString())
                     .put("behind_leading_ms", skew.behindByPartition().get(p))
@@ -440,6 +461,10 @@ final class StatusCommand extends TidemarkCommand {
             tp.put("records_per_second_processing", t.busyRate());
             tp.put("records_per_second_wall", t.wallRate());
         }
+    }
+
+    /** The document's totals, closed and dirty days, gaps, Kafka outputs and tables (empty without a lakehouse). */
+    private static void putLakehouse(ObjectNode doc, Facts x, LakehouseFigures f) {
         if (f == null) {
             doc.putNull("totals");
             doc.putArray("closed_days");
@@ -447,7 +472,7 @@ final class StatusCommand extends TidemarkCommand {
             doc.putNull("gaps");
             doc.putArray("kafka_output");
             doc.putArray("tables");
-            return write(doc);
+            return;
         }
         ObjectNode totals = doc.putObject("totals");
         totals.put("raw_events", f.rawEvents());
@@ -468,10 +493,10 @@ final class StatusCommand extends TidemarkCommand {
         gaps.put("lost_records", x.gaps().lostRecords());
         gaps.put("unknown_size", x.gaps().unknownSize());
         ArrayNode outputs = doc.putArray("kafka_output");
-        for (io.tidemark.output.KpiPublisher.OutputStatus o : x.outputs()) {
+        for (KpiPublisher.OutputStatus o : x.outputs()) {
             ObjectNode n = outputs.addObject().put("table", o.table()).put("topic", o.output().topic())
-                    .put("mode", o.output().mode().name().toLowerCase(java.util.Locale.ROOT)).put("exactly_once", o.output().exactlyOnce())
-                    .put("format", o.output().format().name().toLowerCase(java.util.Locale.ROOT))
+                    .put("mode", o.output().mode().name().toLowerCase(Locale.ROOT)).put("exactly_once", o.output().exactlyOnce())
+                    .put("format", o.output().format().name().toLowerCase(Locale.ROOT))
                     .put("latest_version", o.latestVersion()).put("published_version", o.published()).put("lag_versions", o.lag());
             n.put("problem", o.problem());
         }
@@ -481,7 +506,6 @@ final class StatusCommand extends TidemarkCommand {
                     .put("commits_since_checkpoint", s.commitsSinceCheckpoint())
                     .put("oldest_uncompacted_day", s.oldestUncompacted().map(LocalDate::toString).orElse(null));
         }
-        return write(doc);
     }
 
     private static String instantOrNull(Instant t) {
@@ -491,7 +515,7 @@ final class StatusCommand extends TidemarkCommand {
     private static String write(ObjectNode doc) {
         try {
             return JSON.writeValueAsString(doc);
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        } catch (JsonProcessingException e) {
             throw new IllegalStateException(e);
         }
     }

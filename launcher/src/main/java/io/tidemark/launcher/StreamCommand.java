@@ -1,13 +1,25 @@
 package io.tidemark.launcher;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.core.config.Configurator;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryException;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 import io.tidemark.lakehouse.Errors;
 import io.tidemark.lakehouse.StreamProgress;
@@ -16,8 +28,6 @@ import io.tidemark.lakehouse.TidemarkConfig.Key;
 import io.tidemark.stream.MicroBatchWriter;
 import io.tidemark.stream.StreamFailure;
 import io.tidemark.stream.StreamingJob;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /** {@code tidemark stream}: the speed layer, in this JVM, until stopped or drained. */
 @Command(name = "stream", mixinStandardHelpOptions = true, sortOptions = false,
@@ -27,7 +37,7 @@ import picocli.CommandLine.Option;
 final class StreamCommand extends TidemarkCommand {
 
     /** How long a stop request waits for the running batch to finish before cutting it short. */
-    static final java.time.Duration STOP_PATIENCE = java.time.Duration.ofMinutes(3);
+    static final Duration STOP_PATIENCE = Duration.ofMinutes(3);
 
     @Option(names = "--available-now", description = "Drain what the topic holds now, then stop.")
     boolean availableNow;
@@ -67,7 +77,7 @@ final class StreamCommand extends TidemarkCommand {
             }
 
             @Override
-            public void gapsRecorded(long batchId, java.util.List<String> gaps) {
+            public void gapsRecorded(long batchId, List<String> gaps) {
                 for (String g : gaps) {
                     say("batch %d: Kafka data loss, continuing (stream.fail-on-data-loss=false): %s; recorded in stream_gaps", batchId, g);
                 }
@@ -108,7 +118,7 @@ final class StreamCommand extends TidemarkCommand {
             query.awaitTermination();
         } catch (StreamingQueryException e) {
             if (!stop.requested()) {
-                java.util.Optional<StreamFailure> clear = StreamFailure.explain(e, config);
+                Optional<StreamFailure> clear = StreamFailure.explain(e, config);
                 if (clear.isPresent()) {
                     // One line on the terminal (Tidemark's handler prints it whole); Spark's trace in a file it names.
                     String trace = saveTrace(e);
@@ -132,10 +142,10 @@ final class StreamCommand extends TidemarkCommand {
     private static void quietQueryErrors() {
         try {
             // A task's failure (e.g. Kafka offsets out of range) is also the query's: the file has it.
-            for (String logger : java.util.List.of("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+            for (String logger : List.of("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
                     "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
                     "org.apache.spark.sql.execution.streaming.runtime.StreamExecution")) {
-                org.apache.logging.log4j.core.config.Configurator.setLevel(logger, org.apache.logging.log4j.Level.OFF);
+                Configurator.setLevel(logger, Level.OFF);
             }
         } catch (Throwable e) {
             // logging as configured
@@ -145,12 +155,12 @@ final class StreamCommand extends TidemarkCommand {
     /** Spark's trace of a failed query, in a file: the terminal gets the one-line reason. */
     static String saveTrace(Throwable e) {
         try {
-            java.nio.file.Path file = java.nio.file.Files.createTempFile("tidemark-stream-failure-", ".log");
-            try (java.io.PrintWriter w = new java.io.PrintWriter(java.nio.file.Files.newBufferedWriter(file))) {
+            Path file = Files.createTempFile("tidemark-stream-failure-", ".log");
+            try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file))) {
                 e.printStackTrace(w);
             }
             return file.toString();
-        } catch (java.io.IOException | RuntimeException io) {
+        } catch (IOException | RuntimeException io) {
             return "not saved: " + io.getMessage();
         }
     }

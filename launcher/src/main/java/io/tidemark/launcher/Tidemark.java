@@ -2,7 +2,10 @@ package io.tidemark.launcher;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.lang.reflect.Field;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,20 +13,24 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TimeZone;
 import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
 
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.core.config.Configurator;
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.ExitCode;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
+
 import io.tidemark.broker.BrokerException;
 import io.tidemark.lakehouse.Errors;
+import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.stream.StreamFailure;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Spec;
 
 /**
  * The {@code tidemark} command: one launcher for the whole system (README, "Day to day").
@@ -324,18 +331,18 @@ public final class Tidemark implements Callable<Integer> {
                     "org.apache.spark.scheduler.DAGScheduler",
                     // "Namespace tidemark was created concurrently": registering the tables a second time in one session
                     "org.apache.spark.sql.execution.datasources.v2.CreateNamespaceExec")) {
-                org.apache.logging.log4j.core.config.Configurator.setLevel(logger, org.apache.logging.log4j.Level.ERROR);
+                Configurator.setLevel(logger, Level.ERROR);
             }
         } catch (Throwable e) {
             // logging as configured
         }
-        java.io.PrintStream err = System.err;
+        PrintStream err = System.err;
         try {
-            System.setErr(new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
-            java.lang.reflect.Field printed = Class.forName("org.apache.datasketches.memory.internal.ResourceImpl")
+            System.setErr(new PrintStream(OutputStream.nullOutputStream()));
+            Field printed = Class.forName("org.apache.datasketches.memory.internal.ResourceImpl")
                     .getDeclaredField("JAVA_VERSION_WARNING_PRINTED");
             printed.setAccessible(true);
-            ((java.util.concurrent.atomic.AtomicBoolean) printed.get(null)).set(true);
+            ((AtomicBoolean) printed.get(null)).set(true);
         } catch (Throwable e) {
             // the notice may appear once
         } finally {

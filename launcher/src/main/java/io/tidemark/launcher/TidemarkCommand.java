@@ -1,13 +1,18 @@
 package io.tidemark.launcher;
 
 import java.io.PrintWriter;
+import java.util.LinkedList;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
-import io.tidemark.lakehouse.TidemarkConfig;
-import picocli.CommandLine.Model.CommandSpec;
+import org.apache.spark.sql.SparkSession;
+
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
+
+import io.tidemark.lakehouse.TidemarkConfig;
 
 /** What every subcommand shares: its output stream and the configuration of the root command. */
 abstract class TidemarkCommand implements Callable<Integer> {
@@ -32,7 +37,7 @@ abstract class TidemarkCommand implements Callable<Integer> {
 
     /** Settings with this command's own flags (dotted keys, null = not given) applied last. */
     TidemarkConfig config(Map<String, String> flags) {
-        java.util.LinkedList<SettingsOptions> chain = new java.util.LinkedList<>();
+        LinkedList<SettingsOptions> chain = new LinkedList<>();
         for (CommandSpec s = spec; s != null; s = s.parent()) {
             if (s.userObject() instanceof TidemarkCommand c) {
                 chain.addFirst(c.settings);
@@ -48,17 +53,17 @@ abstract class TidemarkCommand implements Callable<Integer> {
     }
 
     /** The command's Spark session ({@link Tidemark.Sessions}); give it back with {@link #release}. */
-    org.apache.spark.sql.SparkSession spark(TidemarkConfig config, String appName) {
+    SparkSession spark(TidemarkConfig config, String appName) {
         return root().sessions.open(config, appName);
     }
 
-    void release(org.apache.spark.sql.SparkSession spark) {
+    void release(SparkSession spark) {
         root().sessions.release(spark);
     }
 
     /** A progress line, flushed at once (commands run for minutes). */
     void say(String format, Object... args) {
-        out().println(args.length == 0 ? format : String.format(java.util.Locale.ROOT, format, args));
+        out().println(args.length == 0 ? format : String.format(Locale.ROOT, format, args));
         out().flush();
     }
 }

@@ -1,8 +1,9 @@
 package io.tidemark.broker;
 
-import io.tidemark.broker.BrokerException.Reason;
+import java.io.File;
 import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -12,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -24,12 +26,15 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+
+import io.tidemark.broker.BrokerException.Reason;
 
 /**
  * A single-node KRaft Kafka broker (4.3.1) running in its own, detached JVM from the jars listed in
@@ -434,7 +439,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
     if (classpath.isEmpty()) {
       throw new BrokerException(Reason.CLASSPATH_MISSING, "Kafka broker classpath file " + classpathFile + " is empty: " + hint + ".");
     }
-    for (String entry : classpath.split(java.io.File.pathSeparator)) {
+    for (String entry : classpath.split(File.pathSeparator)) {
       if (!Files.exists(Path.of(entry))) {
         throw new BrokerException(Reason.CLASSPATH_MISSING, "Kafka broker classpath file " + classpathFile
             + " lists a missing jar " + entry + ": " + hint + ".");
@@ -499,7 +504,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
   private static ProcessBuilder processBuilder(Path dataDir, List<String> command) {
     return new ProcessBuilder(command)
         .directory(dataDir.toFile())
-        .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+        .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(dataDir.resolve(LOG_FILE).toFile()));
   }
@@ -657,7 +662,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
   }
 
   private static void writeProperties(Path file, Properties properties, String comment) {
-    var out = new java.io.StringWriter();
+    var out = new StringWriter();
     try {
       properties.store(out, comment);
     } catch (IOException e) {
@@ -679,7 +684,7 @@ public final class LocalKafkaBroker implements AutoCloseable {
   private static void appendToLog(Path dataDir, String line) {
     try {
       Files.writeString(dataDir.resolve(LOG_FILE), line + "\n", StandardCharsets.UTF_8,
-          java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+          StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     } catch (IOException e) {
       throw ioFailure("write " + dataDir.resolve(LOG_FILE), e);
     }

@@ -1,5 +1,9 @@
 package io.tidemark.operations;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -12,6 +16,7 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+
 import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
@@ -132,8 +137,8 @@ public final class CatalogRegistration {
         TidemarkConfig.Metastore m = config.metastore();
         if (m instanceof TidemarkConfig.DerbyDirectory d) {
             try {
-                java.nio.file.Files.createDirectories(d.dir());
-            } catch (java.io.IOException e) {
+                Files.createDirectories(d.dir());
+            } catch (IOException e) {
                 throw new IllegalArgumentException("cannot create the metastore directory " + d.dir() + ": " + e.getMessage(), e);
             }
             if (System.getProperty("derby.stream.error.file") == null) {
@@ -170,8 +175,8 @@ public final class CatalogRegistration {
      * so only the outer message tells.
      */
     public static boolean derbyInUse(Throwable failure) {
-        java.io.StringWriter trace = new java.io.StringWriter();
-        failure.printStackTrace(new java.io.PrintWriter(trace));
+        StringWriter trace = new StringWriter();
+        failure.printStackTrace(new PrintWriter(trace));
         return trace.toString().contains("Failed to start database") || trace.toString().contains("Another instance of Derby");
     }
 

@@ -12,6 +12,9 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.pipeline.KpiAggregation;
@@ -219,7 +222,7 @@ public final class ConservationCheck {
     }
 
     /** Join columns, as Spark's Java API takes them. */
-    private static scala.collection.immutable.Seq<String> columns(String... names) {
-        return scala.jdk.javaapi.CollectionConverters.asScala(List.of(names)).toSeq();
+    private static Seq<String> columns(String... names) {
+        return CollectionConverters.asScala(List.of(names)).toSeq();
     }
 }

@@ -7,8 +7,12 @@ import java.math.MathContext;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
 import java.util.TreeMap;
 
 import org.apache.spark.sql.Dataset;
@@ -18,11 +22,12 @@ import org.apache.spark.sql.SparkSession;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
-import io.tidemark.pipeline.KpiAggregation;
 import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.pipeline.Pipeline;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.RequestRefusedException;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * What the health report shows, read from the lakehouse: drift per day before reconcile (from the
@@ -80,8 +85,8 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
         NavigableDays window = NavigableDays.of(spark, lakehouse, days);
         ClosedDays closed = ClosedDays.load(spark, lakehouse);
         ExpiredDays expired = ExpiredDays.load(spark, lakehouse);
-        java.util.NavigableMap<LocalDate, DayBalance> balances = DayBalance.load(spark, lakehouse, window.from(), window.to());
-        java.util.Set<LocalDate> dirty = new java.util.HashSet<>(DayBalance.dirtyDays(balances, closed, expired));
+        NavigableMap<LocalDate, DayBalance> balances = DayBalance.load(spark, lakehouse, window.from(), window.to());
+        Set<LocalDate> dirty = new HashSet<>(DayBalance.dirtyDays(balances, closed, expired));
 
         Map<LocalDate, Row> first = new TreeMap<>();
         Map<LocalDate, Long> runs = new TreeMap<>();
@@ -97,9 +102,9 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
                 runs.put(r.getDate(0).toLocalDate(), (long) r.getInt(4));
             }
         }
-        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
-        io.tidemark.pipeline.Pipeline.KpiTable table = pipeline.tables().get(0);
-        io.tidemark.pipeline.Measure m = table.headline();
+        Pipeline pipeline = lakehouse.pipeline();
+        Pipeline.KpiTable table = pipeline.tables().get(0);
+        Measure m = table.headline();
         Map<LocalDate, BigDecimal[]> now = new TreeMap<>();
         Dataset<Row> raw = lakehouse.read(spark, Table.RAW_EVENTS).where("true" + window.where("event_date"));
         if (table.where() != null) {
@@ -129,7 +134,7 @@ public record HealthFigures(Instant generatedAt, String lakehouse, List<HealthFi
                 .orderBy("event_date").collectAsList()) {
             late.add(new LateDay(r.getDate(0).toLocalDate(), r.getLong(1), r.getLong(2), r.getLong(3), r.getLong(4)));
         }
-        Map<String, Long> invalid = new java.util.LinkedHashMap<>();
+        Map<String, Long> invalid = new LinkedHashMap<>();
         for (Row r : lakehouse.read(spark, Table.DEAD_LETTER).groupBy("reason").agg(expr("count(*) AS n")).orderBy(expr("n DESC"), expr("reason"))
                 .collectAsList()) {
             invalid.put(r.getString(0), r.getLong(1));

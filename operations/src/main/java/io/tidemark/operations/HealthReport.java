@@ -4,13 +4,14 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.lakehouse.TidemarkConfig;
-
-import org.apache.spark.sql.SparkSession;
 
 /**
  * The drift and health report: {@link HealthFigures} read from the lakehouse, drawn by
@@ -33,7 +34,7 @@ public final class HealthReport {
         }
         Path tmp = Files.createTempFile(parent, ".report-", ".html.tmp");
         Files.writeString(tmp, HealthPage.html(f), StandardCharsets.UTF_8);
-        Files.move(tmp, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         return f;
     }
 

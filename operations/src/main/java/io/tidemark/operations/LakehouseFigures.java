@@ -1,6 +1,6 @@
 package io.tidemark.operations;
 
-
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -12,12 +12,12 @@ import java.util.Optional;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
-import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExpiredDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.StreamProgress;
 
 /**
  * The figures {@code status} and the demo's summary print, read from the tables: the last
@@ -37,7 +37,7 @@ public record LakehouseFigures(List<StreamProgress> recent, ClosedDays closed, l
         if (path.contains("://") && !path.startsWith("file:")) {
             return true; // let Spark find out
         }
-        Path p = path.startsWith("file:") ? Path.of(java.net.URI.create(path)) : Path.of(path);
+        Path p = path.startsWith("file:") ? Path.of(URI.create(path)) : Path.of(path);
         return Files.isDirectory(p.resolve("_delta_log"));
     }
 

@@ -16,23 +16,24 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.ClosedDays;
+import io.tidemark.lakehouse.CommitFailedException;
+import io.tidemark.lakehouse.CommitRetry;
 import io.tidemark.lakehouse.DayBalance;
 import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.ExpiredDays;
+import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.lakehouse.CommitFailedException;
-import io.tidemark.lakehouse.CommitRetry;
-import io.tidemark.lakehouse.JobMain;
-import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
  * Keeps a long-running lakehouse fast to read: compacts the closed days of the partitioned tables
@@ -137,7 +138,7 @@ public final class Maintenance {
         Retention retention = order().stream().anyMatch(t -> config.retentionDays(t) > 0) && closed.lastClosed().isPresent()
                 ? Retention.decide(spark, config, lakehouse, retry, closed.lastClosed().get(), options.dryRun()) : null;
         List<TableReport> reports = new ArrayList<>();
-        for (Table t : java.util.stream.Stream.concat(order().stream(), WHOLE.stream()).toList()) {
+        for (Table t : Stream.concat(order().stream(), WHOLE.stream()).toList()) {
             if (!exists(t)) {
                 continue; // nothing written to it yet
             }

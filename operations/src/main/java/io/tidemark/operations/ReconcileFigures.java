@@ -5,8 +5,10 @@ import static org.apache.spark.sql.functions.expr;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -109,10 +111,10 @@ public final class ReconcileFigures implements FigureSource {
                 Row r = run.selectExpr("max(run_started_at)", "count(DISTINCT event_date)", "max(late_records)").first();
                 // late_records is the day's on each of its rows: once per day
                 long lateRecords = run.groupBy("event_date").agg(expr("max(late_records) AS l")).selectExpr("coalesce(sum(l), 0)").first().getLong(0);
-                Map<List<String>, Double> drift = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
-                Map<List<String>, Double> over = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
-                Map<List<String>, Double> changed = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
-                Map<List<String>, Double> threshold = new java.util.TreeMap<>(java.util.Comparator.comparing(Object::toString));
+                Map<List<String>, Double> drift = new TreeMap<>(Comparator.comparing(Object::toString));
+                Map<List<String>, Double> over = new TreeMap<>(Comparator.comparing(Object::toString));
+                Map<List<String>, Double> changed = new TreeMap<>(Comparator.comparing(Object::toString));
+                Map<List<String>, Double> threshold = new TreeMap<>(Comparator.comparing(Object::toString));
                 for (Row m : run.groupBy("kpi", "measure").agg(
                         expr("max(CASE WHEN drift_rel IS NULL AND drift <> 0 THEN double('infinity') ELSE abs(coalesce(drift_rel, 0)) END)"),
                         expr("max(CASE WHEN over_threshold THEN 1.0 ELSE 0.0 END)"), expr("coalesce(sum(windows_changed), 0)"),

@@ -5,12 +5,18 @@ import static org.apache.spark.sql.functions.count;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.when;
 
+import java.sql.Date;
+import java.sql.Timestamp;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 import org.apache.spark.sql.Row;
@@ -43,11 +49,11 @@ final class Retention {
     final LocalDate lastClosed;
     final ExpiredDays expired;
     final NavigableMap<LocalDate, DayBalance> balances;
-    final java.util.Set<LocalDate> reconciled;
-    final java.util.Set<LocalDate> rawExpiredNow = new java.util.HashSet<>();
+    final Set<LocalDate> reconciled;
+    final Set<LocalDate> rawExpiredNow = new HashSet<>();
 
     private Retention(SparkSession spark, TidemarkConfig config, Lakehouse lakehouse, CommitRetry retry, LocalDate lastClosed,
-                      ExpiredDays expired, NavigableMap<LocalDate, DayBalance> balances, java.util.Set<LocalDate> reconciled) {
+                      ExpiredDays expired, NavigableMap<LocalDate, DayBalance> balances, Set<LocalDate> reconciled) {
         this.spark = spark;
         this.config = config;
         this.lakehouse = lakehouse;
@@ -58,14 +64,14 @@ final class Retention {
         this.reconciled = reconciled;
     }
 
-    List<LocalDate> expiring(Table table, java.util.Collection<LocalDate> present) {
+    List<LocalDate> expiring(Table table, Collection<LocalDate> present) {
         int keep = config.retentionDays(table);
         if (keep <= 0) {
             return List.of();
         }
         LocalDate cutoff = lastClosed.minusDays(keep);
         List<LocalDate> out = new ArrayList<>();
-        for (LocalDate d : new java.util.TreeSet<>(present)) {
+        for (LocalDate d : new TreeSet<>(present)) {
             if (d.isAfter(cutoff)) {
                 break;
             }
@@ -88,20 +94,20 @@ final class Retention {
         if (!dryRun) {
             lakehouse.createAndRegister(spark); // expired_days, on a lakehouse created before it existed
         }
-        java.util.Set<LocalDate> reconciled = new java.util.HashSet<>();
+        Set<LocalDate> reconciled = new HashSet<>();
         boolean kpiTables = lakehouse.kpiTables().stream().allMatch(t -> exists(spark, lakehouse, t));
         if (kpiTables) {
             // reconciled: every row of the day in every KPI table comes from the batch layer
-            java.util.Set<LocalDate> streamed = new java.util.HashSet<>();
+            Set<LocalDate> streamed = new HashSet<>();
             for (Table t : lakehouse.kpiTables()) {
-                lakehouse.read(spark, t).where(col("event_date").leq(lit(java.sql.Date.valueOf(lastClosed))))
+                lakehouse.read(spark, t).where(col("event_date").leq(lit(Date.valueOf(lastClosed))))
                         .groupBy(col("event_date")).agg(count(when(col("source").notEqual(lit("batch")), 1)).as("stream_rows"))
                         .collectAsList().forEach(r -> (r.getLong(1) == 0 ? reconciled : streamed).add(r.getDate(0).toLocalDate()));
             }
             reconciled.removeAll(streamed);
         }
         NavigableMap<LocalDate, DayBalance> balances = exists(spark, lakehouse, Table.RAW_EVENTS) && kpiTables
-                ? DayBalance.load(spark, lakehouse, null, lastClosed) : new java.util.TreeMap<>();
+                ? DayBalance.load(spark, lakehouse, null, lastClosed) : new TreeMap<>();
         return new Retention(spark, config, lakehouse, retry, lastClosed, ExpiredDays.load(spark, lakehouse), balances, reconciled);
     }
 
@@ -112,22 +118,22 @@ final class Retention {
      */
     long expire(Table table, String dayColumn, List<LocalDate> days, boolean dryRun) {
         Map<LocalDate, long[]> counts = new TreeMap<>();
-        lakehouse.read(spark, table).where(col(dayColumn).isin(days.stream().map(java.sql.Date::valueOf).toArray()))
+        lakehouse.read(spark, table).where(col(dayColumn).isin(days.stream().map(Date::valueOf).toArray()))
                 .groupBy(col(dayColumn)).agg(count(lit(1)), org.apache.spark.sql.functions.countDistinct(col("_metadata.file_path")))
                 .collectAsList().forEach(r -> counts.put(r.getDate(0).toLocalDate(), new long[] {r.getLong(1), r.getLong(2)}));
         long rows = counts.values().stream().mapToLong(c -> c[0]).sum();
         if (dryRun) {
             return rows;
         }
-        java.sql.Timestamp now = new java.sql.Timestamp(System.currentTimeMillis());
+        Timestamp now = new Timestamp(System.currentTimeMillis());
         for (int i = 0; i < days.size(); i += Maintenance.DAYS_PER_COMMIT) {
             List<LocalDate> chunk = days.subList(i, Math.min(days.size(), i + Maintenance.DAYS_PER_COMMIT));
             List<Row> records = new ArrayList<>();
             for (LocalDate d : chunk) {
                 long[] c = counts.getOrDefault(d, new long[2]);
-                records.add(Lakehouse.row(Table.EXPIRED_DAYS, Map.of("table_name", table.tableName(), "day", java.sql.Date.valueOf(d),
+                records.add(Lakehouse.row(Table.EXPIRED_DAYS, Map.of("table_name", table.tableName(), "day", Date.valueOf(d),
                         "rows_removed", c[0], "files_removed", c[1], "retention_days", config.retentionDays(table),
-                        "last_closed_day", java.sql.Date.valueOf(lastClosed), "removed_at", now)));
+                        "last_closed_day", Date.valueOf(lastClosed), "removed_at", now)));
             }
             lakehouse.commit(spark, new TableUpdate.Append(Table.EXPIRED_DAYS, spark.createDataFrame(records, Lakehouse.ownSchema(Table.EXPIRED_DAYS)),
                     null), retry, "recording expired days of " + table.tableName(), RUN_AGAIN);

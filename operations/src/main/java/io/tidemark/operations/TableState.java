@@ -6,13 +6,21 @@ import static org.apache.spark.sql.functions.first;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.sum;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.time.LocalDate;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
@@ -23,13 +31,13 @@ import io.tidemark.lakehouse.Lakehouse.Table;
  * version, commits since Delta's last checkpoint of the log (what a reader replays on top of it),
  * and the oldest closed day still held in more than one file (empty: compaction is up to date).
  */
-public record TableState(Table table, long files, long bytes, long commitsSinceCheckpoint, java.util.Optional<LocalDate> oldestUncompacted) {
+public record TableState(Table table, long files, long bytes, long commitsSinceCheckpoint, Optional<LocalDate> oldestUncompacted) {
 
     public static TableState of(SparkSession spark, Lakehouse lakehouse, Table table, ClosedDays closed) {
         long[] size = lakehouse.size(spark, table);
         long version = lakehouse.version(spark, table);
         long checkpoint = lastCheckpointVersion(spark, lakehouse.path(table));
-        java.util.Optional<LocalDate> oldest = java.util.Optional.empty();
+        Optional<LocalDate> oldest = Optional.empty();
         String day = Maintenance.dayColumn(table);
         if (day != null) {
             oldest = filesByDay(spark, lakehouse, table, day).entrySet().stream()
@@ -40,17 +48,17 @@ public record TableState(Table table, long files, long bytes, long commitsSinceC
 
     /** The version of Delta's last log checkpoint ({@code _delta_log/_last_checkpoint}), -1 when there is none yet. */
     private static long lastCheckpointVersion(SparkSession spark, String tablePath) {
-        org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(tablePath, "_delta_log/_last_checkpoint");
+        Path p = new Path(tablePath, "_delta_log/_last_checkpoint");
         try {
-            org.apache.hadoop.fs.FileSystem fs = p.getFileSystem(spark.sparkContext().hadoopConfiguration());
+            FileSystem fs = p.getFileSystem(spark.sparkContext().hadoopConfiguration());
             if (!fs.exists(p)) {
                 return -1;
             }
-            try (java.io.InputStream in = fs.open(p)) {
-                return new com.fasterxml.jackson.databind.ObjectMapper().readTree(in).get("version").asLong();
+            try (InputStream in = fs.open(p)) {
+                return new ObjectMapper().readTree(in).get("version").asLong();
             }
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot read " + p, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + p, e);
         }
     }
 

@@ -1,8 +1,17 @@
 package io.tidemark.operations;
 
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 
 import io.tidemark.lakehouse.Lakehouse;
@@ -22,7 +31,7 @@ final class Vacuum {
      * the caller has checked it was forced; returns the data files it deleted (in a dry run, would delete).
      */
     static long run(SparkSession spark, Lakehouse lakehouse, Table table, Maintenance.Options options) {
-        java.util.Set<String> before = dataFilesOnDisk(spark, lakehouse, table);
+        Set<String> before = dataFilesOnDisk(spark, lakehouse, table);
         if (before.isEmpty()) {
             return 0; // an empty table: nothing to vacuum
         }
@@ -44,7 +53,7 @@ final class Vacuum {
             }
             spark.sql(sql).collect();
             // Counted by name: a stream writing meanwhile adds files, which a difference of counts would subtract.
-            java.util.Set<String> after = dataFilesOnDisk(spark, lakehouse, table);
+            Set<String> after = dataFilesOnDisk(spark, lakehouse, table);
             return before.stream().filter(f -> !after.contains(f)).count();
         } finally {
             spark.conf().set(key, previous);
@@ -53,12 +62,12 @@ final class Vacuum {
     }
 
     /** Parquet files under the table's directory, referenced or not (what vacuum deletes from). */
-    private static java.util.Set<String> dataFilesOnDisk(SparkSession spark, Lakehouse lakehouse, Table table) {
-        org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(lakehouse.path(table));
+    private static Set<String> dataFilesOnDisk(SparkSession spark, Lakehouse lakehouse, Table table) {
+        Path root = new Path(lakehouse.path(table));
         try {
             return dataFilesOnDisk(root.getFileSystem(spark.sparkContext().hadoopConfiguration()), root);
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException("cannot list " + root, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + root, e);
         }
     }
 
@@ -68,17 +77,17 @@ final class Vacuum {
      * a recursive listing that stats every entry fails on one that vanished in between. A directory
      * removed meanwhile (an expired day) holds nothing.
      */
-    static java.util.Set<String> dataFilesOnDisk(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.Path root) throws java.io.IOException {
-        java.util.Set<String> files = new java.util.HashSet<>();
-        java.util.ArrayDeque<org.apache.hadoop.fs.Path> dirs = new java.util.ArrayDeque<>(List.of(root));
+    static Set<String> dataFilesOnDisk(FileSystem fs, Path root) throws IOException {
+        Set<String> files = new HashSet<>();
+        ArrayDeque<Path> dirs = new ArrayDeque<>(List.of(root));
         while (!dirs.isEmpty()) {
-            org.apache.hadoop.fs.Path dir = dirs.pop();
-            org.apache.hadoop.fs.FileStatus[] entries;
+            Path dir = dirs.pop();
+            FileStatus[] entries;
             try {
                 entries = fs.listStatus(dir);
-            } catch (java.io.FileNotFoundException gone) {
+            } catch (FileNotFoundException gone) {
                 continue;
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 // Hadoop's local listing reports a directory that vanished after its existence check as
                 // "Permission denied" (File.canRead is false) or as "Invalid directory or I/O error"
                 // (File.list returned null), depending on the moment; only a directory still there is refused.
@@ -87,7 +96,7 @@ final class Vacuum {
                 }
                 throw e;
             }
-            for (org.apache.hadoop.fs.FileStatus e : entries) {
+            for (FileStatus e : entries) {
                 String name = e.getPath().getName();
                 if (name.startsWith("_") || name.startsWith(".")) {
                     continue;

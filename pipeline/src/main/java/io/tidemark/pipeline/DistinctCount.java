@@ -17,6 +17,9 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 
+import scala.collection.Iterator;
+import scala.collection.Seq;
+
 /**
  * {@code approx_count_distinct(col)}: an HLL sketch while streaming (merged by union), the exact
  * distinct count after reconcile, whose sketch is built from the window's distinct values.
@@ -130,9 +133,9 @@ public record DistinctCount() implements AggregateFunction {
      * once, in order, as {@code hll_sketch_agg} updates it (a string by its UTF-8 bytes, a whole
      * number as a long, binary as its bytes).
      */
-    static final UserDefinedFunction SORTED_HLL = udf((UDF1<scala.collection.Seq<Object>, byte[]>) values -> {
+    static final UserDefinedFunction SORTED_HLL = udf((UDF1<Seq<Object>, byte[]>) values -> {
         HllSketch sketch = new HllSketch(LG_K, TgtHllType.HLL_8);
-        scala.collection.Iterator<Object> it = values.iterator();
+        Iterator<Object> it = values.iterator();
         while (it.hasNext()) {
             Object v = it.next();
             if (v instanceof String s) {

@@ -5,6 +5,7 @@ import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.max;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import org.apache.spark.sql.Column;
@@ -124,7 +125,7 @@ public final class KpiAggregation {
         for (int i = 0; i < table.measures().size(); i++) {
             int from = stateOffsets[i];
             int to = stateOffsets[i + 1];
-            Object[] merged = table.measures().get(i).mergeState(java.util.Arrays.copyOfRange(s, from, to), java.util.Arrays.copyOfRange(b, from, to));
+            Object[] merged = table.measures().get(i).mergeState(Arrays.copyOfRange(s, from, to), Arrays.copyOfRange(b, from, to));
             System.arraycopy(merged, 0, out, from, merged.length);
         }
         return out;

@@ -4,7 +4,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -49,11 +52,11 @@ public final class KpiViews {
     }
 
     /** The names of the views {@link #statements} creates for {@code tables}. */
-    static java.util.Set<String> names(List<Pipeline.KpiTable> tables) {
-        java.util.Set<String> out = new java.util.TreeSet<>();
+    static Set<String> names(List<Pipeline.KpiTable> tables) {
+        Set<String> out = new TreeSet<>();
         for (String statement : statements(new Pipeline("", null, tables, 0.01))) {
             String rest = statement.substring("CREATE OR REPLACE TEMPORARY VIEW ".length());
-            out.add(rest.substring(0, rest.indexOf(' ')).toLowerCase(java.util.Locale.ROOT));
+            out.add(rest.substring(0, rest.indexOf(' ')).toLowerCase(Locale.ROOT));
         }
         return out;
     }
@@ -67,9 +70,9 @@ public final class KpiViews {
      * The columns the table's roll-up views add beside its dimensions and measures, for a table that has them (none for one
      * without): a dimension or measure may not take one of these names, or its view would hold two columns of one name.
      */
-    static java.util.Set<String> rollupColumns(Pipeline.KpiTable t) {
-        return rollsUpTo(t, HOUR) || rollsUpTo(t, DAY) ? java.util.Set.of("hour_start", "hour_end", "windows", "reconciled")
-                : java.util.Set.of();
+    static Set<String> rollupColumns(Pipeline.KpiTable t) {
+        return rollsUpTo(t, HOUR) || rollsUpTo(t, DAY) ? Set.of("hour_start", "hour_end", "windows", "reconciled")
+                : Set.of();
     }
 
     /** Whether the table's windows tile {@code span} without overlapping it: tumbling, shorter, and dividing it. */

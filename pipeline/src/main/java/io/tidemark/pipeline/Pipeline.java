@@ -2,9 +2,14 @@ package io.tidemark.pipeline;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -275,8 +280,8 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
                 Measure.field("stream_batch_id", DataTypes.LongType, true), Measure.field("event_date", DataTypes.DateType, false));
 
         /** The names of {@link #OWN_COLUMNS}. */
-        public static java.util.Set<String> ownColumnNames() {
-            java.util.Set<String> out = new java.util.TreeSet<>();
+        public static Set<String> ownColumnNames() {
+            Set<String> out = new TreeSet<>();
             OWN_COLUMNS.forEach(c -> out.add(c.name()));
             return out;
         }
@@ -300,14 +305,14 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
      * @param schemaRegistry for AVRO: where the key and value schemas are registered (a Confluent-compatible registry's URL,
      *                       or a directory of schema files named by id); null for JSON
      */
-    public record KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, java.util.Map<String, String> producerOptions,
+    public record KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, Map<String, String> producerOptions,
                               Format format, String schemaRegistry) {
         public enum Mode { FINAL, UPDATES }
 
         public enum Format { JSON, AVRO }
 
         /** A JSON output. */
-        public KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, java.util.Map<String, String> producerOptions) {
+        public KafkaOutput(String topic, Mode mode, boolean exactlyOnce, String progressTopic, Map<String, String> producerOptions) {
             this(topic, mode, exactlyOnce, progressTopic, producerOptions, Format.JSON, null);
         }
 
@@ -315,7 +320,7 @@ public record Pipeline(String file, EventTable events, List<KpiTable> tables, do
         public static final String DEFAULT_PROGRESS_TOPIC = "tidemark-publish-progress";
 
         public KafkaOutput {
-            producerOptions = java.util.Collections.unmodifiableMap(new java.util.TreeMap<>(producerOptions));
+            producerOptions = Collections.unmodifiableMap(new TreeMap<>(producerOptions));
         }
     }
 

@@ -1,22 +1,32 @@
 package io.tidemark.pipeline;
 
+
+import org.apache.spark.sql.catalyst.analysis.FunctionRegistry$;
+
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
-import org.apache.spark.sql.catalyst.analysis.FunctionRegistry$;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAlias;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedFunction;
@@ -48,6 +58,7 @@ import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
@@ -55,7 +66,10 @@ import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.TimestampType;
+
+import scala.jdk.javaapi.CollectionConverters;
 
 import io.tidemark.pipeline.Pipeline.Check;
 import io.tidemark.pipeline.Pipeline.Column;
@@ -63,8 +77,6 @@ import io.tidemark.pipeline.Pipeline.EventTable;
 import io.tidemark.pipeline.Pipeline.KpiTable;
 import io.tidemark.pipeline.Pipeline.Position;
 import io.tidemark.pipeline.Pipeline.Window;
-
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Reads a pipeline file: Spark SQL statements, each parsed by Spark's own parser (no session, no
@@ -129,7 +141,7 @@ public final class PipelineParser {
     private static final Map<String, AggregateFunction> AGGREGATES = aggregates();
 
     private static Map<String, AggregateFunction> aggregates() {
-        Map<String, AggregateFunction> out = new java.util.LinkedHashMap<>();
+        Map<String, AggregateFunction> out = new LinkedHashMap<>();
         out.put("count", new Count(false));
         out.put("sum", new Sum());
         out.put("min", new MinMax(false));
@@ -138,11 +150,11 @@ public final class PipelineParser {
         out.put("mean", new Avg());
         out.put("approx_count_distinct", new DistinctCount());
         out.put("percentile_approx", new Percentile(Double.NaN));
-        return java.util.Collections.unmodifiableMap(out);
+        return Collections.unmodifiableMap(out);
     }
 
     /** "count(*), count(col), sum(col), ...": what a measure may be written as, for the messages that list it. */
-    static final String MEASURES_WRITTEN = String.join(", ", java.util.stream.Stream.concat(java.util.stream.Stream.of(new Count(true).spelling()),
+    static final String MEASURES_WRITTEN = String.join(", ", Stream.concat(Stream.of(new Count(true).spelling()),
             AGGREGATES.values().stream().map(AggregateFunction::spelling)).distinct().toList());
 
     /** Aggregates Spark knows that cannot be merged across micro-batches, with what to write instead. */
@@ -198,11 +210,11 @@ public final class PipelineParser {
     }
 
     /** The shipped pipelines parsed so far: a pipeline is a value, and Lakehouse.of asks for it often. */
-    private static final java.util.Map<String, Pipeline> SHIPPED = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final Map<String, Pipeline> SHIPPED = new ConcurrentHashMap<>();
 
     private static Pipeline readShipped(String name) {
         String resource = "tidemark/pipelines/" + name + ".sql";
-        try (java.io.InputStream in = PipelineParser.class.getClassLoader().getResourceAsStream(resource)) {
+        try (InputStream in = PipelineParser.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
                 throw new IllegalArgumentException("no shipped pipeline '" + name + "' (" + resource + " is not on the classpath)");
             }
@@ -437,7 +449,7 @@ public final class PipelineParser {
                     "a name of letters, digits and underscores, without a database");
         }
         name = name.toLowerCase(Locale.ROOT);
-        Set<String> tableNames = new java.util.TreeSet<>();
+        Set<String> tableNames = new TreeSet<>();
         tableNames.addAll(PipelineTables.OWN_TABLES);
         tables.forEach(t -> tableNames.add(t.name().toLowerCase(Locale.ROOT)));
         if (tableNames.contains(name) || OWN_VIEWS.contains(name) || KpiViews.names(tables).contains(name)) {
@@ -659,7 +671,7 @@ public final class PipelineParser {
                     "CONSTRAINT positive_amount CHECK (" + source(condition) + ")");
         }
         scalarOverColumns(condition, columns, "a CHECK");
-        java.util.LinkedHashSet<String> read = new java.util.LinkedHashSet<>();
+        LinkedHashSet<String> read = new LinkedHashSet<>();
         forEachNode(condition, n -> {
             if (n instanceof UnresolvedAttribute a) {
                 List<String> parts = CollectionConverters.asJava(a.nameParts());
@@ -748,7 +760,7 @@ public final class PipelineParser {
                 outputNames.add(col.toLowerCase(Locale.ROOT));
             } else if (item instanceof UnresolvedFunction f) {
                 Measure m = measure(f, alias, e, events);
-                for (org.apache.spark.sql.types.StructField stored : m.stored()) {
+                for (StructField stored : m.stored()) {
                     String column = stored.name().toLowerCase(Locale.ROOT);
                     String clash = kpiColumnClash(column);
                     if (!outputNames.add(column) || clash != null) {
@@ -786,7 +798,7 @@ public final class PipelineParser {
     }
 
     /** The names a KPI table's Kafka output adds to each message's key and value beside its dimensions and measures. */
-    static final java.util.Set<String> OUTPUT_COLUMNS = java.util.Set.of("table", "version");
+    static final Set<String> OUTPUT_COLUMNS = Set.of("table", "version");
 
     /**
      * A dimension or measure named like a column the table's roll-up views add ({@link KpiViews#rollupColumns}), or, with Kafka
@@ -800,7 +812,7 @@ public final class PipelineParser {
             String lower = n.toLowerCase(Locale.ROOT);
             if (KpiViews.rollupColumns(table).contains(lower)) {
                 throw refuse(agg, "'" + n + "' in KPI table '" + table.name() + "': its hourly or daily view has a column of that name "
-                        + "(" + String.join(", ", new java.util.TreeSet<>(KpiViews.rollupColumns(table))) + ")",
+                        + "(" + String.join(", ", new TreeSet<>(KpiViews.rollupColumns(table))) + ")",
                         "another name (for a dimension: another name for the event column, reading its field with 'field.<column>')");
             }
             if (table.kafkaOutput().isPresent() && OUTPUT_COLUMNS.contains(lower)) {
@@ -837,7 +849,7 @@ public final class PipelineParser {
                     + "Delta table in the lakehouse", "no LOCATION, USING or OPTIONS clause");
         }
         List<Measure> out = new ArrayList<>(measures);
-        for (Map.Entry<String, String> p : new java.util.TreeMap<>(CollectionConverters.asJava(spec.properties())).entrySet()) {
+        for (Map.Entry<String, String> p : new TreeMap<>(CollectionConverters.asJava(spec.properties())).entrySet()) {
             String key = p.getKey();
             if (key.startsWith(OUTPUT_PREFIX) || key.startsWith(PRODUCER_PREFIX)) {
                 continue; // kafkaOutput's
@@ -873,7 +885,7 @@ public final class PipelineParser {
             return given;
         }
         if (given.startsWith("file:")) {
-            return Path.of(java.net.URI.create(given)).toString();
+            return Path.of(URI.create(given)).toString();
         }
         return Path.of(given).isAbsolute() ? given : null;
     }
@@ -901,9 +913,9 @@ public final class PipelineParser {
 
     /** {@code 'output.kafka.topic' = '...'} and its companions in a KPI table's TBLPROPERTIES; null when the table publishes nothing. */
     private Pipeline.KafkaOutput kafkaOutput(CreateStreamingTableAsSelect st, String table, EventTable events) {
-        Map<String, String> props = new java.util.TreeMap<>(CollectionConverters.asJava(st.tableSpec().properties()));
-        Map<String, String> output = new java.util.TreeMap<>();
-        Map<String, String> producer = new java.util.TreeMap<>();
+        Map<String, String> props = new TreeMap<>(CollectionConverters.asJava(st.tableSpec().properties()));
+        Map<String, String> output = new TreeMap<>();
+        Map<String, String> producer = new TreeMap<>();
         props.forEach((k, v) -> {
             if (k.startsWith(OUTPUT_PREFIX)) {
                 output.put(k.substring(OUTPUT_PREFIX.length()), v);
@@ -1191,7 +1203,7 @@ public final class PipelineParser {
 
     private static Double toDouble(Literal l) {
         Object v = l.value();
-        if (v instanceof org.apache.spark.sql.types.Decimal d) {
+        if (v instanceof Decimal d) {
             return d.toDouble();
         }
         return v instanceof Number n ? n.doubleValue() : null;

@@ -1,9 +1,13 @@
 package io.tidemark.pipeline;
 
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -75,7 +79,7 @@ public final class PipelineTables {
     }
 
     static String kpiTable(Pipeline.KpiTable t) {
-        java.util.Map<String, String> comments = new java.util.HashMap<>(java.util.Map.of(
+        Map<String, String> comments = new HashMap<>(Map.of(
                 "is_final", "the watermark has passed window_end: the stream will not change this row again",
                 "source", "stream or batch",
                 "updated_at", "ingest time of the newest record counted",
@@ -120,10 +124,10 @@ public final class PipelineTables {
      * store under them, and gives any other column of its own a working name ({@link WorkingColumns}).
      */
     public static Set<String> ownEventColumns() {
-        Set<String> out = new java.util.TreeSet<>();
+        Set<String> out = new TreeSet<>();
         rawEventsOwn("", "").forEach(c -> out.add(c.name()));
         LATE_EVENTS_OWN.forEach(c -> out.add(c.name()));
-        return java.util.Collections.unmodifiableSet(out);
+        return Collections.unmodifiableSet(out);
     }
 
     /** late_events' own columns, after the event's: the window it missed, by how much, where it came from, for which KPI table. */

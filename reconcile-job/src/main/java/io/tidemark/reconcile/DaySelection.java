@@ -3,6 +3,8 @@ package io.tidemark.reconcile;
 import java.time.LocalDate;
 import java.time.format.DateTimeParseException;
 import java.util.Objects;
+import java.util.regex.Pattern;
+
 import io.tidemark.lakehouse.RequestRefusedException;
 
 /**
@@ -80,7 +82,7 @@ public final class DaySelection {
         return dirty ? dirty() : recent(recent != null ? recent : defaultRecent);
     }
 
-    private static final java.util.regex.Pattern RUN_ID = java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:+@-]{0,199}");
+    private static final Pattern RUN_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.:+@-]{0,199}");
 
     /**
      * A run id given by the caller (a scheduler's own id, so it can find the run's rows in

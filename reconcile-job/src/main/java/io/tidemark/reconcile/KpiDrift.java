@@ -12,11 +12,12 @@ import java.util.Map;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.NumericType;
 
 import io.tidemark.pipeline.DriftRule;
-import io.tidemark.pipeline.TruthKpis;
 import io.tidemark.pipeline.Measure;
 import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.TruthKpis;
 import io.tidemark.pipeline.WorkingColumns;
 
 /**
@@ -68,7 +69,7 @@ final class KpiDrift {
     }
 
     private static boolean numeric(Measure m) {
-        return m.resultType() instanceof org.apache.spark.sql.types.NumericType;
+        return m.resultType() instanceof NumericType;
     }
 
     /** {@code column} as the report's value: DECIMAL(38,9), or null for a measure whose value is not a number. */

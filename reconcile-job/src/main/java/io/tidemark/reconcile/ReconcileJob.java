@@ -17,8 +17,15 @@ import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 
 import org.apache.spark.sql.Column;
@@ -30,21 +37,26 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.StorageLevel;
 
-import io.tidemark.pipeline.TruthKpis;
 import io.tidemark.lakehouse.ClosedDays;
-import io.tidemark.lakehouse.DayBalance;
-import io.tidemark.lakehouse.ExpiredDays;
-import io.tidemark.lakehouse.IncompatibleQueryException;
-import io.tidemark.lakehouse.Lakehouse;
-import io.tidemark.lakehouse.QueryDefinition;
-import io.tidemark.lakehouse.StorageCheck;
-import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.TableUpdate;
-import io.tidemark.lakehouse.TidemarkConfig;
 import io.tidemark.lakehouse.CommitFailedException;
 import io.tidemark.lakehouse.CommitRetry;
+import io.tidemark.lakehouse.DayBalance;
+import io.tidemark.lakehouse.Errors;
+import io.tidemark.lakehouse.ExpiredDays;
+import io.tidemark.lakehouse.IncompatibleQueryException;
 import io.tidemark.lakehouse.JobMain;
+import io.tidemark.lakehouse.Lakehouse;
+import io.tidemark.lakehouse.Lakehouse.Table;
+import io.tidemark.lakehouse.QueryDefinition;
 import io.tidemark.lakehouse.RequestRefusedException;
+import io.tidemark.lakehouse.StorageCheck;
+import io.tidemark.lakehouse.TableUpdate;
+import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.output.OutputPublisher;
+import io.tidemark.pipeline.DriftRule;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.TruthKpis;
 
 /**
  * The batch layer: recomputes closed days from {@code raw_events}, exactly and with late records
@@ -136,11 +148,11 @@ public final class ReconcileJob {
         switch (selection.kind()) {
             case RANGE -> {
                 for (LocalDate d = selection.from(); !d.isAfter(selection.to()); d = d.plusDays(1)) {
-                    java.util.Optional<String> open = closed.whyOpen(d);
+                    Optional<String> open = closed.whyOpen(d);
                     if (open.isPresent()) {
                         throw new RequestRefusedException(open.get() + ". Reconcile closed days only.");
                     }
-                    java.util.Optional<String> sealed = expired.whySealed(d);
+                    Optional<String> sealed = expired.whySealed(d);
                     if (sealed.isPresent()) {
                         throw new RequestRefusedException(sealed.get() + ". Choose a range after "
                                 + expired.of(Table.RAW_EVENTS).last() + ".");
@@ -152,7 +164,7 @@ public final class ReconcileJob {
             case RECENT -> {
                 // a recent day that retention deleted (retention.raw-days below reconcile.recent-days) was reconciled before
                 days = closed.mostRecent(selection.recentDays()).stream().filter(d -> !expired.isSealed(d)).toList();
-                balances = days.isEmpty() ? java.util.Collections.emptyNavigableMap()
+                balances = days.isEmpty() ? Collections.emptyNavigableMap()
                         : DayBalance.load(spark, lakehouse, days.get(0), days.get(days.size() - 1));
             }
             case DIRTY -> {
@@ -194,8 +206,8 @@ public final class ReconcileJob {
             return DayOutcome.noData(day, balance == null ? 0 : balance.kpiRecords(), System.currentTimeMillis() - t0);
         }
         Column ofDay = col("event_date").equalTo(lit(Date.valueOf(day)));
-        io.tidemark.pipeline.Pipeline pipeline = lakehouse.pipeline();
-        io.tidemark.pipeline.DriftRule rule = io.tidemark.pipeline.DriftRule.of(pipeline);
+        Pipeline pipeline = lakehouse.pipeline();
+        DriftRule rule = DriftRule.of(pipeline);
         // A hopping window that starts on the day can hold records of the next one.
         Column rawDays = pipeline.daySpill().isZero() ? ofDay : col("event_date").isin(Date.valueOf(day), Date.valueOf(day.plusDays(1)));
         Dataset<Row> raw = lakehouse.readAt(spark, Table.RAW_EVENTS, rawVersion).filter(rawDays);
@@ -208,7 +220,7 @@ public final class ReconcileJob {
             List<Dataset<Row>> truths = new ArrayList<>();
             Dataset<Row> report = null;
             StructType reportSchema = reportSchema();
-            for (io.tidemark.pipeline.Pipeline.KpiTable table : pipeline.tables()) {
+            for (Pipeline.KpiTable table : pipeline.tables()) {
                 Table kpiTable = Table.kpi(table.name());
                 KpiDrift kpiDrift = new KpiDrift(table);
                 Dataset<Row> truth = TruthKpis.of(raw, table, pipeline.events().eventTime()).filter(ofDay).persist(StorageLevel.MEMORY_AND_DISK());
@@ -228,14 +240,14 @@ public final class ReconcileJob {
                 if (truths.size() == 1) {
                     late = tableLate; // the day's late records, as the first table counts them
                 }
-                java.util.Map<String, BigDecimal> streamDay = kpiDrift.dayValues(current);
-                java.util.Map<String, BigDecimal> batchDay = kpiDrift.dayValues(truth);
+                Map<String, BigDecimal> streamDay = kpiDrift.dayValues(current);
+                Map<String, BigDecimal> batchDay = kpiDrift.dayValues(truth);
                 List<DayOutcome.MeasureDrift> tableMeasures = new ArrayList<>();
                 for (int i = 0; i < table.measures().size(); i++) {
-                    io.tidemark.pipeline.Measure m = table.measures().get(i);
+                    Measure m = table.measures().get(i);
                     BigDecimal st = streamDay.get(m.name());
                     BigDecimal b = batchDay.get(m.name());
-                    tableMeasures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), st, b, io.tidemark.pipeline.DriftRule.relative(st, b),
+                    tableMeasures.add(new DayOutcome.MeasureDrift(table.name(), m.name(), st, b, DriftRule.relative(st, b),
                             m.sketched(), rule.over(m, st, b), f.getLong(3 + i)));
                 }
                 measures.addAll(tableMeasures);
@@ -268,7 +280,7 @@ public final class ReconcileJob {
         } catch (CommitFailedException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new CommitFailedException(day, "reconciling " + day + " failed: " + io.tidemark.lakehouse.Errors.oneLine(e), e);
+            throw new CommitFailedException(day, "reconciling " + day + " failed: " + Errors.oneLine(e), e);
         } finally {
             cached.forEach(Dataset::unpersist);
         }
@@ -277,7 +289,7 @@ public final class ReconcileJob {
     /** A summary row of the report: one measure of one KPI table over the day. */
     private static Row summaryRow(StructType reportSchema, DayOutcome.MeasureDrift md, String runId, Timestamp runStartedAt, double threshold,
                                   long late, LocalDate day) {
-        java.util.Map<String, Object> v = new java.util.HashMap<>();
+        Map<String, Object> v = new HashMap<>();
         v.put("run_id", runId);
         v.put("run_started_at", runStartedAt);
         v.put("row_kind", "summary");
@@ -307,7 +319,7 @@ public final class ReconcileJob {
                 .withColumn("run_started_at", lit(runStartedAt))
                 .withColumn("row_kind", lit("window"))
                 .withColumn("event_date", lit(Date.valueOf(day)));
-        java.util.Set<String> have = new java.util.HashSet<>(java.util.Arrays.asList(rows.columns()));
+        Set<String> have = new HashSet<>(Arrays.asList(rows.columns()));
         List<Column> cols = new ArrayList<>();
         for (StructField f : schema.fields()) {
             cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
@@ -320,7 +332,7 @@ public final class ReconcileJob {
      * have (such as the stream's bookkeeping, {@code stream_batch_id}) is written as null.
      */
     private Dataset<Row> asTable(Dataset<Row> rows, Table table) {
-        java.util.Set<String> have = new java.util.HashSet<>(java.util.Arrays.asList(rows.columns()));
+        Set<String> have = new HashSet<>(Arrays.asList(rows.columns()));
         List<Column> cols = new ArrayList<>();
         for (StructField f : lakehouse.read(spark, table).schema().fields()) {
             cols.add((have.contains(f.name()) ? rows.col(f.name()) : lit(null)).cast(f.dataType()).as(f.name()));
@@ -350,12 +362,12 @@ public final class ReconcileJob {
      * next reconcile, publishes what is left.
      */
     private void publishCorrections() {
-        java.util.Optional<io.tidemark.output.OutputPublisher> output = io.tidemark.output.OutputPublisher.of(lakehouse, lakehouse.pipeline(),
+        Optional<OutputPublisher> output = OutputPublisher.of(lakehouse, lakehouse.pipeline(),
                 config.bootstrapServers());
         if (output.isEmpty()) {
             return;
         }
-        try (io.tidemark.output.OutputPublisher o = output.get()) {
+        try (OutputPublisher o = output.get()) {
             o.publishNow(spark);
             out.println("kafka output: " + o.describe());
         }

@@ -1,9 +1,14 @@
 package io.tidemark.reconcile;
 
 import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.text.DecimalFormat;
+import java.text.DecimalFormatSymbols;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 
 /**
@@ -39,7 +44,7 @@ public record ReconcileResult(String runId, Instant startedAt, Optional<Instant>
         for (DayOutcome d : days) {
             boolean data = d.status() != DayOutcome.Status.NO_DATA;
             Optional<DayOutcome.MeasureDrift> worst = d.measures().stream().filter(m -> !m.estimate())
-                    .max(java.util.Comparator.comparingDouble(m -> m.driftRel() == null ? (m.drift().signum() == 0 ? 0 : Double.MAX_VALUE)
+                    .max(Comparator.comparingDouble(m -> m.driftRel() == null ? (m.drift().signum() == 0 ? 0 : Double.MAX_VALUE)
                             : Math.abs(m.driftRel())));
             List<String> over = d.measures().stream().filter(DayOutcome.MeasureDrift::over).map(d::label).toList();
             sb.append(String.format("%-10s  %8s  %8s  %-36s  %9s  %-24s  %s%n",
@@ -63,8 +68,8 @@ public record ReconcileResult(String runId, Instant startedAt, Optional<Instant>
         if (v == null) {
             return "-";
         }
-        java.text.DecimalFormat f = new java.text.DecimalFormat("#,##0.###", java.text.DecimalFormatSymbols.getInstance(java.util.Locale.ROOT));
-        f.setRoundingMode(java.math.RoundingMode.HALF_EVEN);
+        DecimalFormat f = new DecimalFormat("#,##0.###", DecimalFormatSymbols.getInstance(Locale.ROOT));
+        f.setRoundingMode(RoundingMode.HALF_EVEN);
         return f.format(v);
     }
 
@@ -78,6 +83,6 @@ public record ReconcileResult(String runId, Instant startedAt, Optional<Instant>
 
     /** A relative drift as a signed percentage, whatever the JVM's locale; "n/a" when the truth is zero. */
     public static String percent(Double rel) {
-        return rel == null ? "n/a" : String.format(java.util.Locale.ROOT, "%+.2f%%", rel * 100);
+        return rel == null ? "n/a" : String.format(Locale.ROOT, "%+.2f%%", rel * 100);
     }
 }

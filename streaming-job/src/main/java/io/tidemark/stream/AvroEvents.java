@@ -1,9 +1,10 @@
 package io.tidemark.stream;
 
-import io.tidemark.lakehouse.SchemaRegistry;
+import java.io.IOException;
 import java.io.Serializable;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -15,12 +16,12 @@ import org.apache.avro.Conversions;
 import org.apache.avro.LogicalType;
 import org.apache.avro.LogicalTypes;
 import org.apache.avro.Schema;
+import org.apache.avro.data.TimeConversions;
 import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.DecoderFactory;
-import org.apache.avro.data.TimeConversions;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
@@ -33,6 +34,8 @@ import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
+
+import io.tidemark.lakehouse.SchemaRegistry;
 
 /**
  * The Avro side of {@link EventDecoder}: a message in Confluent's wire format (a 0 byte, the writer
@@ -114,7 +117,7 @@ final class AvroEvents implements Serializable {
             if (!reuse.isEnd()) {
                 return out.invalid(InvalidReason.BAD_AVRO, "bytes left after the record of schema id " + id);
             }
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             return out.invalid(InvalidReason.BAD_AVRO, "does not decode with schema id " + id + ": " + e.getClass().getSimpleName()
                     + (e.getMessage() == null ? "" : " " + abbreviate(e.getMessage())));
         }
@@ -156,9 +159,9 @@ final class AvroEvents implements Serializable {
             }
             case TIMESTAMP -> {
                 // Spark keeps microseconds: a nanosecond timestamp is truncated, as a JSON one is.
-                java.time.Instant t = (java.time.Instant) v;
+                Instant t = (Instant) v;
                 long micros = Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000L), t.getNano() / 1000);
-                values[i] = java.time.Instant.ofEpochSecond(t.getEpochSecond(), (t.getNano() / 1000) * 1000L);
+                values[i] = Instant.ofEpochSecond(t.getEpochSecond(), (t.getNano() / 1000) * 1000L);
                 if (i == eventTime) {
                     out.eventMicros = micros;
                 }

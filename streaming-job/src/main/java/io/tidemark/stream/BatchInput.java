@@ -2,6 +2,8 @@ package io.tidemark.stream;
 
 import java.util.Map;
 
+import org.apache.hadoop.conf.Configuration;
+
 import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
@@ -19,7 +21,7 @@ import io.tidemark.lakehouse.TidemarkConfig;
 public record BatchInput(long batchId, String queryId, long batchTimeMs, Map<Integer, Long> startOffsets, Map<Integer, Long> endOffsets) {
 
     /** Batch {@code batchId} of query {@code queryId}, as the checkpoint of {@code config} records it. */
-    static BatchInput fromCheckpoint(TidemarkConfig config, org.apache.hadoop.conf.Configuration hadoop, String queryId, long batchId) {
+    static BatchInput fromCheckpoint(TidemarkConfig config, Configuration hadoop, String queryId, long batchId) {
         String checkpoint = config.checkpointUri();
         long batchTimeMs = StreamCheckpoint.batchTimestampMs(checkpoint, hadoop, batchId);
         if (config.failOnDataLoss()) {

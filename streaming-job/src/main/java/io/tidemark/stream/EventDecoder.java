@@ -1,22 +1,18 @@
 package io.tidemark.stream;
 
-import io.tidemark.lakehouse.SchemaRegistry;
 import java.io.IOException;
 import java.io.Serializable;
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.math.BigDecimal;
 import java.time.DateTimeException;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.List;
-
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.core.json.JsonReadFeature;
 
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
@@ -31,6 +27,13 @@ import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+
+import io.tidemark.lakehouse.Errors;
+import io.tidemark.lakehouse.SchemaRegistry;
 import io.tidemark.pipeline.Pipeline;
 
 /**
@@ -97,7 +100,7 @@ public final class EventDecoder implements Serializable {
     }
 
     /** How long an Avro lookup waits for a schema registry that does not answer before the batch fails. */
-    static final java.time.Duration REGISTRY_WAIT = java.time.Duration.ofMinutes(30);
+    static final Duration REGISTRY_WAIT = Duration.ofMinutes(30);
 
     /** Whether messages are Avro ({@code format 'avro'}): then {@link Decoded#payload} is the record as JSON. */
     public boolean avro() {
@@ -287,8 +290,8 @@ public final class EventDecoder implements Serializable {
                     : type instanceof IntegerType ? Integer.MIN_VALUE : Long.MIN_VALUE;
             long max = type instanceof ByteType ? Byte.MAX_VALUE : type instanceof ShortType ? Short.MAX_VALUE
                     : type instanceof IntegerType ? Integer.MAX_VALUE : Long.MAX_VALUE;
-            java.math.BigInteger n = p.getBigIntegerValue();
-            if (n.compareTo(java.math.BigInteger.valueOf(min)) < 0 || n.compareTo(java.math.BigInteger.valueOf(max)) > 0) {
+            BigInteger n = p.getBigIntegerValue();
+            if (n.compareTo(BigInteger.valueOf(min)) < 0 || n.compareTo(BigInteger.valueOf(max)) > 0) {
                 return out.invalid(InvalidReason.WRONG_TYPE, name + " is " + n + ", outside " + type.sql());
             }
             long l = n.longValue();
@@ -461,7 +464,7 @@ public final class EventDecoder implements Serializable {
     }
 
     private static String firstLine(String m) {
-        String line = io.tidemark.lakehouse.Errors.firstLine(m);
+        String line = Errors.firstLine(m);
         return line.isEmpty() ? "unparseable" : abbreviate(line);
     }
 

@@ -2,13 +2,21 @@ package io.tidemark.stream;
 
 import static org.apache.spark.sql.functions.col;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.stream.IntStream;
 
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
@@ -21,15 +29,17 @@ import org.slf4j.LoggerFactory;
 import io.tidemark.lakehouse.ClosedDays;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
-import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.StreamProgress;
+import io.tidemark.lakehouse.TableUpdate;
 import io.tidemark.lakehouse.TidemarkConfig;
-import io.tidemark.pipeline.Watermark;
-import io.tidemark.pipeline.KpiAggregation;
-import io.tidemark.pipeline.Pipeline;
-import io.tidemark.pipeline.WorkingColumns;
 import io.tidemark.late.PartitionSkew;
 import io.tidemark.late.WatermarkLedger;
+import io.tidemark.output.OutputPublisher;
+import io.tidemark.pipeline.Durations;
+import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Pipeline;
+import io.tidemark.pipeline.Watermark;
+import io.tidemark.pipeline.WorkingColumns;
 
 /**
  * Writes one micro-batch to every table, exactly once.
@@ -56,7 +66,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
 
     private transient WatermarkLedger ledger;
     /** Tables that already hold the current batch: only ever non-empty for the first batch after a restart. */
-    private transient java.util.Set<Table> alreadyCommitted = new java.util.HashSet<>();
+    private transient Set<Table> alreadyCommitted = new HashSet<>();
     /** One per KPI table of the pipeline, in its order (a partial row's {@code kpi} is the index). */
     private transient List<OpenWindowKpis> kpis;
 
@@ -66,7 +76,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     /** The metrics endpoint's feed of committed batches; null without an endpoint. */
     private transient StreamMetrics metrics;
     /** The KPI tables' Kafka output, told of each committed batch; null without one. */
-    private transient io.tidemark.output.OutputPublisher output;
+    private transient OutputPublisher output;
 
     /** Told about every committed batch (the launcher's live status line). */
     public interface BatchListener {
@@ -227,10 +237,10 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      */
     private WatermarkLedger.Position positionFor(SparkSession spark, long batchId, String queryId) {
         if (kpis == null) {
-            kpis = java.util.stream.IntStream.range(0, pipeline.tables().size()).mapToObj(i -> new OpenWindowKpis(lakehouse,
+            kpis = IntStream.range(0, pipeline.tables().size()).mapToObj(i -> new OpenWindowKpis(lakehouse,
                     new KpiAggregation(pipeline.tables().get(i), pipeline.events().eventTime()), i)).toList();
         }
-        alreadyCommitted = new java.util.HashSet<>();
+        alreadyCommitted = new HashSet<>();
         if (ledger == null || ledger.next().batchId() != batchId) {
             requireSameQuery(spark, queryId);
             ledger = loadLedger(spark, batchId);
@@ -253,7 +263,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * checkpoint, and the replay check below must not mistake another query's batch for this one's.
      */
     private void requireSameQuery(SparkSession spark, String queryId) {
-        java.util.Optional<String> last = StreamProgress.last(spark, lakehouse).map(StreamProgress::queryId);
+        Optional<String> last = StreamProgress.last(spark, lakehouse).map(StreamProgress::queryId);
         if (last.isPresent() && !last.get().equals(queryId)) {
             throw new IllegalStateException("the lakehouse " + lakehouse.root() + " holds the output of another streaming query ("
                     + last.get() + ") than the checkpoint's (" + queryId + "). Point the stream at its own checkpoint, "
@@ -267,8 +277,8 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * Checked once per (re)start instead of on every commit (Delta's txnAppId check costs about
      * two seconds per commit here: bench/RESULTS.md).
      */
-    private java.util.Set<Table> committedTables(SparkSession spark, long batchId) {
-        java.util.Set<Table> found = new java.util.HashSet<>();
+    private Set<Table> committedTables(SparkSession spark, long batchId) {
+        Set<Table> found = new HashSet<>();
         for (Table t : lakehouse.tables()) {
             if (t.equals(Table.RECONCILE_REPORT) || t.equals(Table.EXPIRED_DAYS)) {
                 continue;
@@ -299,7 +309,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 policy, latenessMs, idleMs);
     }
 
-    private static Long millis(java.time.Instant i) {
+    private static Long millis(Instant i) {
         return i == null ? null : i.toEpochMilli();
     }
 
@@ -326,9 +336,9 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 ? "with watermark.policy=spark its records are late for lagging and reach the KPI tables only at reconcile; "
                         + "watermark.policy=min-partition (a new checkpoint and lakehouse) would wait for it"
                 : "with watermark.policy=min-partition it holds the watermark back, so windows stay open until it catches up or has been "
-                        + "idle for watermark.idle-timeout (" + io.tidemark.pipeline.Durations.human(config.watermarkIdleTimeout()) + ")";
+                        + "idle for watermark.idle-timeout (" + Durations.human(config.watermarkIdleTimeout()) + ")";
         LOG.warn("Kafka partition {}'s event clock trails partition {}'s by {} minutes, more than the lateness ({}): {}", skew.trailing(),
-                skew.leading(), String.format(java.util.Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), io.tidemark.pipeline.Durations.human(config.lateness()),
+                skew.leading(), String.format(Locale.ROOT, "%.1f", skew.behindMs() / 60_000.0), Durations.human(config.lateness()),
                 effect);
     }
 
@@ -353,7 +363,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
         }
     }
 
-    private Future<Long> submit(SparkSession spark, java.util.concurrent.Callable<Long> work) {
+    private Future<Long> submit(SparkSession spark, Callable<Long> work) {
         if (writers == null) {
             // One thread per table a batch commits to side by side: raw_events, late_events, dead_letter, stream_gaps, the KPI tables.
             writers = Executors.newFixedThreadPool(4 + pipeline.tables().size(), r -> {
@@ -393,7 +403,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
      * The batch's stream_progress row, with the stream's decision on closed days
      * ({@link ClosedDays#COLUMN}) made from the watermark in force for the next batch.
      */
-    private static StreamProgress progress(String queryId, BatchPlan plan, long startedMs, long classifiedMs, long writtenMs, java.time.Duration daySpill) {
+    private static StreamProgress progress(String queryId, BatchPlan plan, long startedMs, long classifiedMs, long writtenMs, Duration daySpill) {
         WatermarkLedger.Entry e = plan.entry();
         BatchPlan.Summary s = plan.summary();
         long finished = System.currentTimeMillis();
@@ -402,7 +412,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
                 Instant.ofEpochMilli(startedMs), Instant.ofEpochMilli(finished), finished - startedMs, classifiedMs - startedMs, writtenMs - classifiedMs,
                 e.maxEventSeenMs() == null ? null : finished - e.maxEventSeenMs(),
                 ClosedDays.decidedBy(Watermark.ofMillis(e.nextWatermarkMs()), daySpill).lastClosed().orElse(null), Instant.ofEpochMilli(e.batchTimeMs()),
-                new java.util.TreeMap<>(e.partitions()));
+                new TreeMap<>(e.partitions()));
     }
 
     private static Instant instant(Long ms) {
@@ -421,7 +431,7 @@ public final class MicroBatchWriter implements VoidFunction2<Dataset<Row>, Long>
     }
 
     /** The Kafka output each committed batch wakes ({@link StreamingJob} starts it). */
-    void publishingTo(io.tidemark.output.OutputPublisher publisher) {
+    void publishingTo(OutputPublisher publisher) {
         this.output = publisher;
     }
 

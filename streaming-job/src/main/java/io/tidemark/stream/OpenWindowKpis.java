@@ -2,10 +2,12 @@ package io.tidemark.stream;
 
 import static org.apache.spark.sql.functions.col;
 
+import java.sql.Date;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,8 +23,8 @@ import org.apache.spark.sql.types.StructType;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.TableUpdate;
-import io.tidemark.pipeline.Watermark;
 import io.tidemark.pipeline.KpiAggregation;
+import io.tidemark.pipeline.Watermark;
 
 /**
  * Keeps a KPI table up to date for the windows the watermark has not passed yet: the open windows.
@@ -167,8 +169,8 @@ final class OpenWindowKpis {
             boolean isFinal = next.closes(Math.floorDiv(endUs, 1000L));
             List<Object> values = new ArrayList<>(List.of(timestamp(k.windowStartUs()), timestamp(endUs)));
             values.addAll(k.dimensions());
-            values.addAll(java.util.Arrays.asList(v.state()));
-            values.addAll(List.of(isFinal, "stream", v.updatedAt(), batchId, java.sql.Date.valueOf(v.day())));
+            values.addAll(Arrays.asList(v.state()));
+            values.addAll(List.of(isFinal, "stream", v.updatedAt(), batchId, Date.valueOf(v.day())));
             Row row = RowFactory.create(values.toArray());
             (isFinal ? finalRows : openRows).add(row);
             if (!isFinal) {

@@ -1,6 +1,7 @@
 package io.tidemark.stream;
 
 import java.io.BufferedReader;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
@@ -17,7 +18,12 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+
 import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
@@ -70,7 +76,7 @@ public final class StreamCheckpoint {
     }
 
     /** The batch planned in the offset log but not committed (Spark replays it first), or -1. */
-    public static long pendingBatch(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop) {
+    public static long pendingBatch(String checkpointUri, Configuration hadoop) {
         Store store = Store.of(checkpointUri, hadoop);
         long planned = latest(store.list("offsets"));
         long committed = latest(store.list("commits"));
@@ -82,11 +88,11 @@ public final class StreamCheckpoint {
      * offsets for batch 0) and its end offsets; null when Spark has purged a file (the batch cannot be
      * checked then).
      */
-    static Map<Integer, Long> startOffsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String topic, long batchId) {
+    static Map<Integer, Long> startOffsets(String checkpointUri, Configuration hadoop, String topic, long batchId) {
         return offsets(checkpointUri, hadoop, batchId == 0 ? "sources/0/0" : "offsets/" + (batchId - 1), topic);
     }
 
-    static Map<Integer, Long> endOffsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String topic, long batchId) {
+    static Map<Integer, Long> endOffsets(String checkpointUri, Configuration hadoop, String topic, long batchId) {
         return offsets(checkpointUri, hadoop, "offsets/" + batchId, topic);
     }
 
@@ -94,7 +100,7 @@ public final class StreamCheckpoint {
      * Spark's timestamp of batch {@code batchId} ({@code batchTimestampMs} in its offset log's
      * metadata line): written when the batch is planned, so a replay of the batch reads the same value.
      */
-    static long batchTimestampMs(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, long batchId) {
+    static long batchTimestampMs(String checkpointUri, Configuration hadoop, long batchId) {
         Store store = Store.of(checkpointUri, hadoop);
         String relative = "offsets/" + batchId;
         String where = checkpointUri + "/" + relative;
@@ -106,7 +112,7 @@ public final class StreamCheckpoint {
             throw new IllegalStateException(where + " does not start with Spark's offset-log version and metadata lines");
         }
         try {
-            com.fasterxml.jackson.databind.JsonNode ts = JSON.readTree(lines.get(1)).get("batchTimestampMs");
+            JsonNode ts = JSON.readTree(lines.get(1)).get("batchTimestampMs");
             if (ts == null || !ts.canConvertToLong()) {
                 throw new IllegalStateException("no batchTimestampMs");
             }
@@ -116,7 +122,7 @@ public final class StreamCheckpoint {
         }
     }
 
-    private static Map<Integer, Long> offsets(String checkpointUri, org.apache.hadoop.conf.Configuration hadoop, String relative, String topic) {
+    private static Map<Integer, Long> offsets(String checkpointUri, Configuration hadoop, String relative, String topic) {
         Store store = Store.of(checkpointUri, hadoop);
         if (!store.exists(relative)) {
             return null;
@@ -176,12 +182,12 @@ public final class StreamCheckpoint {
         List<String> lines(String relative);
 
         /** @param hadoop the session's Hadoop settings (credentials of remote stores); null for the defaults */
-        static Store of(String uri, org.apache.hadoop.conf.Configuration hadoop) {
+        static Store of(String uri, Configuration hadoop) {
             if (!uri.contains("://") || uri.startsWith("file:")) {
                 Path root = uri.startsWith("file:") ? Path.of(URI.create(uri)) : Path.of(uri);
                 return new LocalStore(root);
             }
-            return new HadoopStore(uri, hadoop == null ? new org.apache.hadoop.conf.Configuration() : hadoop);
+            return new HadoopStore(uri, hadoop == null ? new Configuration() : hadoop);
         }
     }
 
@@ -215,19 +221,19 @@ public final class StreamCheckpoint {
         }
     }
 
-    private record HadoopStore(String root, org.apache.hadoop.conf.Configuration hadoop) implements Store {
+    private record HadoopStore(String root, Configuration hadoop) implements Store {
         private org.apache.hadoop.fs.Path path(String relative) {
             return relative.isEmpty() ? new org.apache.hadoop.fs.Path(root) : new org.apache.hadoop.fs.Path(root, relative);
         }
 
-        private org.apache.hadoop.fs.FileSystem fs() throws IOException {
+        private FileSystem fs() throws IOException {
             return path("").getFileSystem(hadoop);
         }
 
         public boolean isDirectory(String relative) {
             try {
                 return fs().getFileStatus(path(relative)).isDirectory();
-            } catch (java.io.FileNotFoundException e) {
+            } catch (FileNotFoundException e) {
                 return false;
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot read " + path(relative), e);
@@ -245,11 +251,11 @@ public final class StreamCheckpoint {
         public List<String> list(String relative) {
             try {
                 List<String> names = new ArrayList<>();
-                for (org.apache.hadoop.fs.FileStatus s : fs().listStatus(path(relative))) {
+                for (FileStatus s : fs().listStatus(path(relative))) {
                     names.add(s.getPath().getName());
                 }
                 return names;
-            } catch (java.io.FileNotFoundException e) {
+            } catch (FileNotFoundException e) {
                 return List.of();
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot list " + path(relative), e);

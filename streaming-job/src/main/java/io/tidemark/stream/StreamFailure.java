@@ -1,6 +1,8 @@
 package io.tidemark.stream;
 
+import java.io.IOException;
 import java.nio.file.FileStore;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -9,15 +11,19 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import org.apache.hadoop.fs.FSError;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.SparkThrowable;
+
 import io.tidemark.lakehouse.ExitCode;
 import io.tidemark.lakehouse.IncompatibleQueryException;
-import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
+import io.tidemark.lakehouse.RequestRefusedException;
 import io.tidemark.lakehouse.StorageCheck;
+import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
 import io.tidemark.lakehouse.TidemarkConfig;
 
 /**
@@ -87,7 +93,7 @@ public final class StreamFailure extends RuntimeException {
      */
     public static Optional<StreamFailure> refused(Throwable t) {
         for (Throwable c = t; c != null; c = next(c)) {
-            if (c instanceof io.tidemark.lakehouse.RequestRefusedException e) {
+            if (c instanceof RequestRefusedException e) {
                 return Optional.of(new StreamFailure(e.getMessage(), ExitCode.BAD_INPUT, t));
             }
         }
@@ -138,13 +144,13 @@ public final class StreamFailure extends RuntimeException {
         StorageCheck.Cause cause = null;
         String file = null;
         for (Throwable c = t; c != null; c = next(c)) {
-            if (!(c instanceof java.io.IOException || c instanceof org.apache.hadoop.fs.FSError)) {
+            if (!(c instanceof IOException || c instanceof FSError)) {
                 continue;
             }
             StorageCheck.Cause k = StorageCheck.Cause.of(c);
             if (k != StorageCheck.Cause.OTHER) {
                 cause = k;
-                if (c instanceof java.nio.file.FileSystemException f) {
+                if (c instanceof FileSystemException f) {
                     file = f.getFile();
                 }
                 break;
@@ -155,7 +161,7 @@ public final class StreamFailure extends RuntimeException {
             for (Throwable c = t; c != null && cause == null; c = next(c)) {
                 String m = String.valueOf(c.getMessage());
                 if (m.contains("IOException") || m.contains("FSError") || m.contains("FileSystemException")) {
-                    StorageCheck.Cause k = StorageCheck.Cause.of(new java.io.IOException(m));
+                    StorageCheck.Cause k = StorageCheck.Cause.of(new IOException(m));
                     cause = k == StorageCheck.Cause.OTHER ? null : k;
                 }
             }

@@ -7,6 +7,8 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -26,12 +28,12 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.slf4j.Logger;
-
-import io.tidemark.lakehouse.ObjectStorage;
 import org.slf4j.LoggerFactory;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.tidemark.lakehouse.ObjectStorage;
 
 /**
  * One stream per lakehouse and per checkpoint: the lease a running stream holds on each.
@@ -174,9 +176,9 @@ public final class StreamLease implements AutoCloseable {
         }
         if ("file".equals(fs.getUri().getScheme())) {
             java.nio.file.Path local = java.nio.file.Path.of(fs.makeQualified(file).toUri());
-            java.nio.file.Files.createDirectories(local.getParent());
+            Files.createDirectories(local.getParent());
             try {
-                java.nio.file.Files.write(local, content, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+                Files.write(local, content, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
                 return true;
             } catch (java.nio.file.FileAlreadyExistsException e) {
                 return false;

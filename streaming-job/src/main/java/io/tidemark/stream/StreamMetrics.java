@@ -1,9 +1,12 @@
 package io.tidemark.stream;
 
 import java.io.IOException;
+import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.DoubleSupplier;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.SourceProgress;
@@ -18,11 +21,15 @@ import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+
 import io.tidemark.lakehouse.FigureSource;
+import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.Lakehouse.Table;
 import io.tidemark.lakehouse.PartitionClock;
 import io.tidemark.lakehouse.StreamProgress;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.late.PartitionSkew;
+import io.tidemark.output.OutputPublisher;
 
 /**
  * The running stream's Prometheus endpoint ({@code GET /metrics} on {@code metrics.host:metrics.port}).
@@ -70,7 +77,7 @@ public final class StreamMetrics implements AutoCloseable {
     private volatile double freshnessSeconds = Double.NaN;
     private final String topic;
     /** The figures other modules contribute ({@link FigureSource#load()}). */
-    private final java.util.List<FigureSource> sources = FigureSource.load();
+    private final List<FigureSource> sources = FigureSource.load();
     /** The watermark in force for the next batch, epoch seconds; NaN until a batch has set one. */
     private volatile double watermarkSeconds = Double.NaN;
     private volatile UUID queryId;
@@ -143,7 +150,7 @@ public final class StreamMetrics implements AutoCloseable {
     }
 
     /** A gauge whose sample is left out while {@code value} is NaN (not known yet), rather than a misleading 0. */
-    private void known(String name, String help, java.util.function.DoubleSupplier value) {
+    private void known(String name, String help, DoubleSupplier value) {
         GaugeWithCallback.builder().name(name).help(help).callback(cb -> {
             double v = value.getAsDouble();
             if (!Double.isNaN(v)) {
@@ -184,7 +191,7 @@ public final class StreamMetrics implements AutoCloseable {
      * The KPI tables' Kafka output: per table, the Delta versions committed but not yet published as of
      * its last round, and whether that round failed. Read from what the rounds recorded, no I/O at scrape.
      */
-    void publishing(io.tidemark.output.OutputPublisher output) {
+    void publishing(OutputPublisher output) {
         GaugeWithCallback.builder().name("tidemark_kafka_output_lag_versions")
                 .help("Per KPI table with Kafka output: Delta versions committed but not yet published to its topic, as of the last "
                         + "publishing round; absent until a round has read the progress.")
@@ -196,7 +203,7 @@ public final class StreamMetrics implements AutoCloseable {
     }
 
     /** Listens to Spark's progress of the query {@code id} (and of no other query of the session). */
-    void follow(SparkSession spark, UUID id, io.tidemark.lakehouse.Lakehouse lakehouse) {
+    void follow(SparkSession spark, UUID id, Lakehouse lakehouse) {
         queryId = id;
         listening = spark;
         spark.streams().addListener(listener);
@@ -227,7 +234,7 @@ public final class StreamMetrics implements AutoCloseable {
             freshnessSeconds = progress.freshnessMs() / 1000.0;
         }
         Map<Integer, PartitionClock> clocks = progress.partitionClocks();
-        io.tidemark.late.PartitionSkew skew = io.tidemark.late.PartitionSkew.of(clocks);
+        PartitionSkew skew = PartitionSkew.of(clocks);
         if (skew != null) {
             clocks.forEach((partition, c) -> {
                 partitionEventTime.labelValues(String.valueOf(partition)).set(c.maxEventMs() / 1000.0);
@@ -239,7 +246,7 @@ public final class StreamMetrics implements AutoCloseable {
         stageSeconds.labelValues("write").set(progress.writeMs() / 1000.0);
     }
 
-    private static double seconds(java.time.Instant t) {
+    private static double seconds(Instant t) {
         return t.toEpochMilli() / 1000.0;
     }
 

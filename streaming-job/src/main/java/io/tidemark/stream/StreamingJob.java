@@ -1,26 +1,33 @@
 package io.tidemark.stream;
 
-import io.tidemark.lakehouse.SchemaRegistry;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.DataStreamReader;
 import org.apache.spark.sql.streaming.StreamingQuery;
-import org.slf4j.LoggerFactory;
 import org.apache.spark.sql.streaming.Trigger;
+import org.slf4j.LoggerFactory;
 
 import io.tidemark.lakehouse.JobMain;
 import io.tidemark.lakehouse.Lakehouse;
 import io.tidemark.lakehouse.ObjectStorage;
 import io.tidemark.lakehouse.QueryDefinition;
+import io.tidemark.lakehouse.RequestRefusedException;
+import io.tidemark.lakehouse.SchemaRegistry;
+import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.StorageCheck;
 import io.tidemark.lakehouse.StorageCheck.StorageUnavailableException;
-import io.tidemark.lakehouse.SparkSessions;
 import io.tidemark.lakehouse.TidemarkConfig;
+import io.tidemark.output.OutputPublisher;
+import io.tidemark.pipeline.Measure;
+import io.tidemark.pipeline.Pipeline;
 
 /**
  * The speed layer: one stateless streaming query, Kafka to {@link MicroBatchWriter}. No Spark
@@ -34,10 +41,10 @@ public final class StreamingJob {
     private final SparkSession spark;
     private final TidemarkConfig config;
     private final MicroBatchWriter writer;
-    private final java.util.List<StreamLease> leases = new java.util.ArrayList<>();
+    private final List<StreamLease> leases = new ArrayList<>();
     private StreamMetrics metrics;
     /** The Kafka output of the KPI tables that declare one; null when none does. */
-    private io.tidemark.output.OutputPublisher output;
+    private OutputPublisher output;
 
     public StreamingJob(SparkSession spark, TidemarkConfig config, MicroBatchWriter.BatchListener listener) {
         this.spark = spark;
@@ -104,8 +111,8 @@ public final class StreamingJob {
         spark.conf().set("parquet.enable.dictionary#kafka_offset", "false");
         spark.conf().set("parquet.enable.dictionary#" + lakehouse.pipeline().events().eventTime(), "false");
         // A KPI row's sketch (HLL, KLL) is bytes of its own: no dictionary to build, no min/max to compare; nobody filters on them.
-        for (io.tidemark.pipeline.Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
-            t.measures().stream().filter(io.tidemark.pipeline.Measure::sketched).forEach(m -> {
+        for (Pipeline.KpiTable t : lakehouse.pipeline().tables()) {
+            t.measures().stream().filter(Measure::sketched).forEach(m -> {
                 spark.conf().set("parquet.enable.dictionary#" + m.sketch(), "false");
                 spark.conf().set("parquet.column.statistics.enabled#" + m.sketch(), "false");
             });
@@ -135,8 +142,8 @@ public final class StreamingJob {
      * serve (not compacted, broker unreachable) refuses the start with nothing written.
      */
     private void prepareOutput() {
-        io.tidemark.pipeline.Pipeline pipeline = config.pipeline();
-        output = io.tidemark.output.OutputPublisher.of(Lakehouse.of(config), pipeline, config.bootstrapServers()).orElse(null);
+        Pipeline pipeline = config.pipeline();
+        output = OutputPublisher.of(Lakehouse.of(config), pipeline, config.bootstrapServers()).orElse(null);
         if (output == null) {
             return;
         }
@@ -179,11 +186,11 @@ public final class StreamingJob {
         QueryDefinition.verify(spark, config, StreamCheckpoint.pendingBatch(config.checkpointUri(), spark.sparkContext().hadoopConfiguration()));
         StorageCheck.requireWritable(config.lakehouseUri(), TidemarkConfig.Key.LAKEHOUSE.name, spark.sparkContext().hadoopConfiguration());
         StorageCheck.requireWritable(config.checkpointUri(), TidemarkConfig.Key.CHECKPOINT.name, spark.sparkContext().hadoopConfiguration());
-        io.tidemark.pipeline.Pipeline pipeline = config.pipeline();
+        Pipeline pipeline = config.pipeline();
         if (pipeline.events().format().equals("avro")) {
             // Down or mistyped at start is an error; down later makes the batches wait for it (SchemaRegistry).
             new SchemaRegistry(pipeline.events().schemaRegistry(), EventDecoder.REGISTRY_WAIT).unreachable().ifPresent(why -> {
-                throw new io.tidemark.lakehouse.RequestRefusedException(why + ": start the registry, or correct schema_registry in "
+                throw new RequestRefusedException(why + ": start the registry, or correct schema_registry in "
                         + pipeline.file());
             });
         }
@@ -195,7 +202,7 @@ public final class StreamingJob {
      */
     private void takeLeases() {
         String app = spark.sparkContext().applicationId();
-        org.apache.hadoop.conf.Configuration hadoop = spark.sparkContext().hadoopConfiguration();
+        Configuration hadoop = spark.sparkContext().hadoopConfiguration();
         try {
             leases.add(StreamLease.acquire(config.lakehouseUri(), "the lakehouse " + config.lakehouseUri(), app, config.leaseTimeout(), hadoop));
             leases.add(StreamLease.acquire(config.checkpointUri(), "the checkpoint " + config.checkpointUri(), app, config.leaseTimeout(), hadoop));

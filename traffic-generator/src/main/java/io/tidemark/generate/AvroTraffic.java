@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.math.RoundingMode;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -14,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.function.IntFunction;
 
 import org.apache.avro.Conversions;
 import org.apache.avro.LogicalTypes;
@@ -156,7 +158,7 @@ public final class AvroTraffic {
         return schemaName.equals("v1") || schemaName.equals("v2") ? topic + "-value" : topic + "-value-" + schemaName;
     }
 
-    private static Schema record(String name, List<String> names, java.util.function.IntFunction<Schema> typeOf, String added) {
+    private static Schema record(String name, List<String> names, IntFunction<Schema> typeOf, String added) {
         List<Schema.Field> fs = new ArrayList<>();
         for (int i = 0; i < names.size(); i++) {
             Schema t = typeOf.apply(i);
@@ -289,7 +291,7 @@ public final class AvroTraffic {
                 case DOUBLE -> v.doubleValue();
                 case DECIMAL_12_2 -> v.decimalValue().setScale(2, RoundingMode.UNNECESSARY);
                 case TIMESTAMP -> {
-                    java.time.Instant t = OffsetDateTime.parse(v.textValue(), DateTimeFormatter.ISO_OFFSET_DATE_TIME).toInstant();
+                    Instant t = OffsetDateTime.parse(v.textValue(), DateTimeFormatter.ISO_OFFSET_DATE_TIME).toInstant();
                     yield Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000L), t.getNano() / 1000);
                 }
             });

@@ -1,5 +1,6 @@
 package io.tidemark.generate;
 
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -38,7 +39,7 @@ public enum EventFormat {
 
     /** The name in a pipeline and on the command line: {@code json} or {@code avro}. */
     public String cliName() {
-        return name().toLowerCase(java.util.Locale.ROOT);
+        return name().toLowerCase(Locale.ROOT);
     }
 
     /**

@@ -1,14 +1,15 @@
 package io.tidemark.generate;
 
-import io.tidemark.generate.GeneratedMessage.Kind;
-
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+
+import io.tidemark.generate.GeneratedMessage.Kind;
 
 /**
  * What a run produced: the ground truth an end-to-end check compares the tables with.
@@ -106,10 +107,10 @@ public record GenerationReport(
     /** A multi-line human summary. */
     public String summary() {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(java.util.Locale.ROOT, "%,d messages (%,d bytes) to %s in %.1f s, %,.0f msg/s%s%n",
+        sb.append(String.format(Locale.ROOT, "%,d messages (%,d bytes) to %s in %.1f s, %,.0f msg/s%s%n",
                 messages, totalBytes, topic, elapsed.toMillis() / 1000.0, messagesPerSecond(),
                 stoppedEarly ? " (stopped early)" : ""));
-        sb.append(String.format(java.util.Locale.ROOT, "valid %,d (on time %,d, late %,d), invalid %,d%n",
+        sb.append(String.format(Locale.ROOT, "valid %,d (on time %,d, late %,d), invalid %,d%n",
                 valid(), onTime(), late(), invalid()));
         if (minValidEventTime != null) {
             sb.append("valid event time ").append(minValidEventTime).append(" .. ").append(maxValidEventTime)
@@ -117,7 +118,7 @@ public record GenerationReport(
         }
         counts.forEach((k, n) -> {
             if (!k.isValid() && n > 0) {
-                sb.append(String.format(java.util.Locale.ROOT, "  %-18s %,d%n", k, n));
+                sb.append(String.format(Locale.ROOT, "  %-18s %,d%n", k, n));
             }
         });
         return sb.toString();

@@ -1,5 +1,6 @@
 package io.tidemark.generate;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
@@ -62,7 +63,7 @@ final class PaymentsTraffic extends ProfileTraffic {
 
     /** Each value as a SQL literal, repeated its weight in percent times: 100 entries. */
     private static String weighted(List<String> values, int[] percent) {
-        List<String> out = new java.util.ArrayList<>();
+        List<String> out = new ArrayList<>();
         for (int i = 0; i < values.size(); i++) {
             for (int k = 0; k < percent[i]; k++) {
                 out.add("'" + values.get(i) + "'");

@@ -1,9 +1,10 @@
 package io.tidemark.generate;
 
-import io.tidemark.generate.GeneratedMessage.Kind;
-
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
+
+import io.tidemark.generate.GeneratedMessage.Kind;
 
 /**
  * Which events the generator writes. Both profiles share the event clock, the on-time, late and
@@ -75,13 +76,13 @@ public enum TrafficProfile {
     /**
      * The profile whose records have exactly {@code columns} (a pipeline's event columns, in order), if any.
      */
-    public static java.util.Optional<TrafficProfile> forEvents(List<String> columns) {
+    public static Optional<TrafficProfile> forEvents(List<String> columns) {
         for (TrafficProfile p : values()) {
             if (p.fields().equals(columns)) {
-                return java.util.Optional.of(p);
+                return Optional.of(p);
             }
         }
-        return java.util.Optional.empty();
+        return Optional.empty();
     }
 
     /** The name on the command line: {@code network} or {@code payments}. */

@@ -3,7 +3,10 @@ package io.tidemark.generate;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -68,7 +71,7 @@ public record TrafficSpec(
         int merchants,
         int users,
         EventFormat format,
-        java.util.Map<String, Integer> schemaIds) {
+        Map<String, Integer> schemaIds) {
 
     /** The network profile's topic, the default one ({@link TrafficProfile#defaultTopic()} has each profile's). */
     public static final String DEFAULT_TOPIC = "network-events";
@@ -126,9 +129,9 @@ public record TrafficSpec(
             throw new IllegalArgumentException("users must be between 1 and " + MAX_USERS + "; got " + users);
         }
         Objects.requireNonNull(format, "format must not be null (JSON or AVRO)");
-        schemaIds = schemaIds == null ? java.util.Map.of() : java.util.Map.copyOf(schemaIds);
+        schemaIds = schemaIds == null ? Map.of() : Map.copyOf(schemaIds);
         if (format == EventFormat.AVRO) {
-            java.util.Set<String> missing = new java.util.TreeSet<>(AvroTraffic.writerSchemas(profile).keySet());
+            Set<String> missing = new TreeSet<>(AvroTraffic.writerSchemas(profile).keySet());
             missing.removeAll(schemaIds.keySet());
             if (!missing.isEmpty()) {
                 throw new IllegalArgumentException("format AVRO needs the registry's id of every writer schema; none for " + missing);
@@ -259,7 +262,7 @@ public record TrafficSpec(
         private int merchants = DEFAULT_MERCHANTS;
         private int users = DEFAULT_USERS;
         private EventFormat format = EventFormat.JSON;
-        private java.util.Map<String, Integer> schemaIds = java.util.Map.of();
+        private Map<String, Integer> schemaIds = Map.of();
 
         private Builder() {
         }
@@ -333,10 +336,10 @@ public record TrafficSpec(
         public Builder users(int users) { this.users = users; return this; }
 
         /** JSON records (the default). */
-        public Builder json() { this.format = EventFormat.JSON; this.schemaIds = java.util.Map.of(); return this; }
+        public Builder json() { this.format = EventFormat.JSON; this.schemaIds = Map.of(); return this; }
 
         /** Avro records in Confluent's wire format, under the writer schemas registered with these ids ({@link AvroTraffic#writerSchemas}). */
-        public Builder avro(java.util.Map<String, Integer> schemaIds) { this.format = EventFormat.AVRO; this.schemaIds = schemaIds; return this; }
+        public Builder avro(Map<String, Integer> schemaIds) { this.format = EventFormat.AVRO; this.schemaIds = schemaIds; return this; }
 
         /** @throws IllegalArgumentException naming the offending setting and value */
         public TrafficSpec build() {
