@@ -5,6 +5,7 @@ import java.util.Optional;
 
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 
 import static org.apache.spark.sql.functions.expr;
@@ -34,11 +35,12 @@ public interface AggregateFunction {
 
     /**
      * The columns a row keeps to merge the next batch into it, typed, in {@link #partial} order; a
-     * column is nullable unless every row has a value. By default the value column itself, for an
-     * aggregate that merges as it is; else other columns beside it (an avg's sum and count, a sketch).
+     * column is nullable unless every row has a value. By default the sketch column of a sketched aggregate,
+     * else the value column itself (an aggregate that merges as it is); others keep more (an avg's sum and count).
      */
     default List<StructField> state(Measure m) {
-        return List.of(Measure.field(m.name(), m.resultType(), !m.notNull()));
+        return List.of(sketched() ? Measure.field(m.sketch(), DataTypes.BinaryType, !m.notNull())
+                : Measure.field(m.name(), m.resultType(), !m.notNull()));
     }
 
     /** Face 1: one micro-batch's aggregates of a window's records, one per state column; by default the call itself. */

@@ -15,7 +15,6 @@ import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructField;
 
 import scala.collection.Iterator;
 import scala.collection.Seq;
@@ -47,11 +46,6 @@ public record DistinctCount() implements AggregateFunction {
     @Override
     public boolean sketched() {
         return true;
-    }
-
-    @Override
-    public List<StructField> state(Measure m) {
-        return List.of(Measure.field(m.sketch(), DataTypes.BinaryType, !m.notNull()));
     }
 
     @Override

@@ -13,7 +13,6 @@ import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.NumericType;
-import org.apache.spark.sql.types.StructField;
 
 /**
  * {@code percentile_approx(col, quantile)}: a KLL sketch while streaming (merged by Spark's
@@ -48,11 +47,6 @@ public record Percentile(double quantile) implements AggregateFunction {
     @Override
     public boolean sketched() {
         return true;
-    }
-
-    @Override
-    public List<StructField> state(Measure m) {
-        return List.of(Measure.field(m.sketch(), DataTypes.BinaryType, !m.notNull()));
     }
 
     @Override
